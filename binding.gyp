@@ -1,0 +1,13 @@
+{
+  "targets": [
+    {
+      "target_name": "threadlock",
+      "sources": ["src/binding.c", "src/waiters.c"],
+      "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
+      "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
+      "xcode_settings": {
+        "OTHER_CFLAGS": ["-std=c11", "-Wall", "-Wextra"]
+      }
+    }
+  ]
+}

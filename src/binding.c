@@ -1,0 +1,884 @@
+/* Node-API glue for the waiter list.
+ *
+ * Converts already-validated arguments (lib/ does the spec's checks and
+ * coercions) and owns the per-thread state: the threadsafe function that
+ * resolves waitAsync promises, the timer for async deadlines, the list of
+ * pending async waiters and the cleanup hook that tears them down. The list
+ * logic itself lives in waiters.c.
+ */
+#include <node_api.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform.h"
+#include "waiters.h"
+
+#define TL_NAPI_CALL(env, call)                                               \
+  do {                                                                        \
+    if ((call) != napi_ok) {                                                  \
+      tl__throw_last((env), #call);                                           \
+      return NULL;                                                            \
+    }                                                                         \
+  } while (0)
+
+/* For callbacks that cannot throw (tsfn, timers, finalizers, hooks). */
+#define TL_NAPI_FATAL(call)                                                   \
+  do {                                                                        \
+    if ((call) != napi_ok)                                                    \
+      napi_fatal_error("threadlock", NAPI_AUTO_LENGTH, #call,                 \
+                       NAPI_AUTO_LENGTH);                                     \
+  } while (0)
+
+#define TL_GET_ARGS(env, info, n, argv)                                       \
+  do {                                                                        \
+    size_t argc_ = (n);                                                       \
+    TL_NAPI_CALL(env, napi_get_cb_info(env, info, &argc_, argv, NULL, NULL)); \
+  } while (0)
+
+/* How often a sync waiter checks whether its thread is being terminated. */
+#define TL_PROBE_SLICE_NS (10 * 1000 * 1000)
+
+#define TL_NO_HEAP UINT32_MAX
+
+typedef struct tl_env_s tl_env_t;
+
+/* An async waiter. Allocated and freed on its env's thread. While enqueued
+ * it belongs to the waiter table; a notify hands it to the env's ready
+ * queue; the env's thread takes it from there, resolves it and frees it. */
+typedef struct tl_async_s {
+  tl_waiter_t w;                  /* must stay first */
+  tl_env_t *env;                  /* immutable */
+  struct tl_async_s *ready_next;  /* protected by env->ready_lock */
+  struct tl_async_s *prev, *next; /* env->pending; env thread only */
+  napi_deferred deferred;         /* env thread only */
+  napi_ref keep;    /* env thread: the typed array, so its memory stays */
+  uint64_t deadline;   /* env thread; UINT64_MAX when there is none */
+  uint32_t heap_index; /* env thread; TL_NO_HEAP when not in the heap */
+  uint8_t ref;         /* keeps the event loop alive while pending */
+  uint8_t is_lock;     /* a lock request rather than a plain wait */
+  uint8_t has_token;   /* a cancel token (external) exists and frees it */
+  uint8_t done;        /* resolved; env thread only */
+} tl_async_t;
+
+struct tl_env_s {
+  napi_env env;
+  napi_threadsafe_function tsfn;
+  uv_timer_t *timer;   /* freed by its close callback */
+  tl_mutex_t ready_lock;
+  tl_async_t *ready_head; /* protected by ready_lock */
+  tl_async_t *ready_tail; /* protected by ready_lock */
+  tl_async_t *pending;    /* env thread: not yet resolved */
+  tl_async_t **heap;      /* env thread: min-heap by deadline */
+  uint32_t heap_len;
+  uint32_t heap_cap;
+  size_t refs;            /* env thread: pending waiters with ref */
+  uint32_t lock_id;       /* 0 until registered */
+  napi_ref noop;          /* a native no-op, called by the probe */
+  int closing;            /* env thread */
+};
+
+static void
+tl__throw_last(napi_env env, const char *what)
+{
+  const napi_extended_error_info *info = NULL;
+  bool pending = false;
+
+  napi_is_exception_pending(env, &pending);
+  if (pending)
+    return;
+  napi_get_last_error_info(env, &info);
+  napi_throw_error(env, NULL,
+                   info != NULL && info->error_message != NULL
+                       ? info->error_message
+                       : what);
+}
+
+/* The deadline heap. Env thread only. */
+
+static int
+tl__heap_less(tl_env_t *e, uint32_t a, uint32_t b)
+{
+  return e->heap[a]->deadline < e->heap[b]->deadline;
+}
+
+static void
+tl__heap_swap(tl_env_t *e, uint32_t a, uint32_t b)
+{
+  tl_async_t *t = e->heap[a];
+  e->heap[a] = e->heap[b];
+  e->heap[b] = t;
+  e->heap[a]->heap_index = a;
+  e->heap[b]->heap_index = b;
+}
+
+static void
+tl__heap_fix(tl_env_t *e, uint32_t i)
+{
+  while (i > 0 && tl__heap_less(e, i, (i - 1) / 2)) {
+    tl__heap_swap(e, i, (i - 1) / 2);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < e->heap_len && tl__heap_less(e, l, m))
+      m = l;
+    if (r < e->heap_len && tl__heap_less(e, r, m))
+      m = r;
+    if (m == i)
+      break;
+    tl__heap_swap(e, i, m);
+    i = m;
+  }
+}
+
+static int
+tl__heap_push(tl_env_t *e, tl_async_t *n)
+{
+  if (e->heap_len == e->heap_cap) {
+    uint32_t cap = e->heap_cap ? e->heap_cap * 2 : 64;
+    tl_async_t **grown = realloc(e->heap, cap * sizeof(*grown));
+    if (grown == NULL)
+      return -1;
+    e->heap = grown;
+    e->heap_cap = cap;
+  }
+  n->heap_index = e->heap_len;
+  e->heap[e->heap_len++] = n;
+  tl__heap_fix(e, n->heap_index);
+  return 0;
+}
+
+static void
+tl__heap_remove(tl_env_t *e, tl_async_t *n)
+{
+  uint32_t i = n->heap_index;
+
+  if (i == TL_NO_HEAP)
+    return;
+  n->heap_index = TL_NO_HEAP;
+  e->heap_len--;
+  if (i != e->heap_len) {
+    e->heap[i] = e->heap[e->heap_len];
+    e->heap[i]->heap_index = i;
+    tl__heap_fix(e, i);
+  }
+}
+
+/* Ready queue. */
+
+/* Runs on any thread: the notifier's (under the bucket lock, through the
+ * settle callback) or the env's own timer. Takes ownership of `n`. One
+ * threadsafe call is made per batch: only when the queue was empty. */
+static void
+tl__make_ready(tl_async_t *n)
+{
+  tl_env_t *e = n->env;
+  int was_empty;
+
+  tl_mutex_lock(&e->ready_lock);
+  n->ready_next = NULL;
+  was_empty = e->ready_head == NULL;
+  if (was_empty)
+    e->ready_head = n;
+  else
+    e->ready_tail->ready_next = n;
+  e->ready_tail = n;
+  tl_mutex_unlock(&e->ready_lock);
+  /* A closing function refuses the call, which is fine: teardown frees the
+   * node either way. */
+  if (was_empty)
+    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+}
+
+static void
+tl__settle(tl_waiter_t *w)
+{
+  tl__make_ready((tl_async_t *)w);
+}
+
+static void tl__arm_timer(tl_env_t *e);
+
+/* Env thread, from the event loop. Moves expired waiters to the ready
+ * queue; a waiter that a notify took first is already on its way there. */
+static void
+tl__on_timer(uv_timer_t *timer)
+{
+  tl_env_t *e = timer->data;
+  uint64_t now = tl_now_ns();
+
+  while (e->heap_len > 0 && e->heap[0]->deadline <= now) {
+    tl_async_t *n = e->heap[0];
+    tl__heap_remove(e, n);
+    if (tl_cancel(&n->w, TL_TIMED_OUT))
+      tl__make_ready(n);
+  }
+  tl__arm_timer(e);
+}
+
+/* Env thread. Points the single timer at the earliest deadline. */
+static void
+tl__arm_timer(tl_env_t *e)
+{
+  uint64_t now, ms;
+
+  if (e->heap_len == 0) {
+    uv_timer_stop(e->timer);
+    return;
+  }
+  now = tl_now_ns();
+  /* Round up so that the timer never fires before the deadline; if the
+   * loop's clock still runs it early, the callback re-arms. */
+  ms = e->heap[0]->deadline > now
+           ? (e->heap[0]->deadline - now + 999999) / 1000000
+           : 0;
+  uv_timer_start(e->timer, tl__on_timer, ms, 0);
+}
+
+/* Env thread. Keeps the loop alive while ref'd waiters are pending. */
+static void
+tl__ref(tl_env_t *e, tl_async_t *n, int delta)
+{
+  if (!n->ref)
+    return;
+  if (delta > 0 && e->refs++ == 0)
+    TL_NAPI_FATAL(napi_ref_threadsafe_function(e->env, e->tsfn));
+  if (delta < 0 && --e->refs == 0)
+    TL_NAPI_FATAL(napi_unref_threadsafe_function(e->env, e->tsfn));
+}
+
+/* Env thread. Takes `n` off the env's books; frees it unless a cancel
+ * token still points at it. */
+static void
+tl__retire(tl_env_t *e, tl_async_t *n)
+{
+  tl__heap_remove(e, n);
+  if (n->prev != NULL)
+    n->prev->next = n->next;
+  else
+    e->pending = n->next;
+  if (n->next != NULL)
+    n->next->prev = n->prev;
+  n->prev = n->next = NULL;
+  tl__ref(e, n, -1);
+  if (n->keep != NULL) {
+    napi_delete_reference(e->env, n->keep);
+    n->keep = NULL;
+  }
+  n->done = 1;
+  if (!n->has_token)
+    free(n);
+}
+
+/* Env thread, from the threadsafe function: resolves every ready waiter in
+ * one pass. `env` is NULL while the function is being torn down; teardown
+ * frees the nodes then. */
+static void
+tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
+{
+  tl_env_t *e = context;
+  tl_async_t *n, *next;
+
+  (void)js_cb;
+  (void)data;
+  if (env == NULL)
+    return;
+  tl_mutex_lock(&e->ready_lock);
+  n = e->ready_head;
+  e->ready_head = e->ready_tail = NULL;
+  tl_mutex_unlock(&e->ready_lock);
+
+  for (; n != NULL; n = next) {
+    napi_handle_scope scope;
+    napi_value result;
+    int state = atomic_load(&n->w.state);
+
+    next = n->ready_next;
+    TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
+    if (n->is_lock) {
+      int code = state == TL_NOTIFIED ? (n->w.owner_died
+                                             ? TL_RESULT_OWNER_DIED
+                                             : TL_RESULT_ACQUIRED)
+                                      : TL_RESULT_TIMED_OUT;
+      TL_NAPI_FATAL(napi_create_int32(env, code, &result));
+    } else {
+      const char *s = state == TL_NOTIFIED ? "ok" : "timed-out";
+      TL_NAPI_FATAL(
+          napi_create_string_latin1(env, s, NAPI_AUTO_LENGTH, &result));
+    }
+    /* Resolving can only fail when the thread is going away; teardown
+     * then reclaims the node. */
+    napi_resolve_deferred(env, n->deferred, result);
+    n->deferred = NULL;
+    napi_close_handle_scope(env, scope);
+    tl__retire(e, n);
+  }
+  tl__arm_timer(e);
+}
+
+static void
+tl__timer_closed(uv_handle_t *handle)
+{
+  free(handle);
+}
+
+/* Env thread, while the env is torn down (worker exit, terminate(), main
+ * thread exit). After the cancels below no other thread can reach a node of
+ * this env: every one is either cancelled or already on the ready queue,
+ * and every settle callback ran to its end under a bucket lock that
+ * tl_cancel took. Only then is the id given up, so that locks the thread
+ * still holds pass to their waiters. */
+static void
+tl__env_cleanup(void *arg)
+{
+  tl_env_t *e = arg;
+  tl_async_t *n, *next;
+
+  e->closing = 1;
+  for (n = e->pending; n != NULL; n = n->next)
+    tl_cancel(&n->w, TL_CANCELLED);
+  if (e->lock_id != 0)
+    tl_thread_unregister(e->lock_id);
+
+  for (n = e->pending; n != NULL; n = next) {
+    next = n->next;
+    n->ready_next = NULL;
+    n->heap_index = TL_NO_HEAP;
+    n->prev = NULL;
+    e->pending = next;
+    if (n->keep != NULL)
+      napi_delete_reference(e->env, n->keep);
+    n->keep = NULL;
+    n->done = 1;
+    if (!n->has_token)
+      free(n);
+  }
+  e->ready_head = e->ready_tail = NULL;
+  free(e->heap);
+  e->heap = NULL;
+  e->heap_len = e->heap_cap = 0;
+  uv_close((uv_handle_t *)e->timer, tl__timer_closed);
+  if (e->noop != NULL)
+    napi_delete_reference(e->env, e->noop);
+  e->noop = NULL;
+  napi_release_threadsafe_function(e->tsfn, napi_tsfn_abort);
+}
+
+/* Runs when the threadsafe function is gone; nothing refers to `e` after. */
+static void
+tl__tsfn_finalize(napi_env env, void *data, void *hint)
+{
+  tl_env_t *e = data;
+
+  (void)env;
+  (void)hint;
+  tl_mutex_destroy(&e->ready_lock);
+  free(e);
+}
+
+/* Termination probe: a call into JS fails once the env is stopping, which
+ * is how a sync waiter notices worker.terminate() or process exit. */
+static int
+tl__probe(void *data)
+{
+  tl_env_t *e = data;
+  napi_handle_scope scope;
+  napi_value fn, recv;
+  napi_status status;
+
+  if (napi_open_handle_scope(e->env, &scope) != napi_ok)
+    return 1;
+  status = napi_get_reference_value(e->env, e->noop, &fn);
+  if (status == napi_ok)
+    status = napi_get_undefined(e->env, &recv);
+  if (status == napi_ok)
+    status = napi_call_function(e->env, recv, fn, 0, NULL, NULL);
+  napi_close_handle_scope(e->env, scope);
+  return status != napi_ok;
+}
+
+static napi_value
+tl__noop(napi_env env, napi_callback_info info)
+{
+  (void)env;
+  (void)info;
+  return NULL;
+}
+
+static tl_env_t *
+tl__env(napi_env env)
+{
+  void *data = NULL;
+  napi_get_instance_data(env, &data);
+  return data;
+}
+
+/* Reads the typed array and element index: the address and element size. */
+static int
+tl__element(napi_env env, napi_value ta, napi_value index, void **addr,
+            int *width)
+{
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  int64_t i;
+
+  if (napi_get_typedarray_info(env, ta, &type, &length, &data, NULL, NULL) !=
+          napi_ok ||
+      napi_get_value_int64(env, index, &i) != napi_ok)
+    return -1;
+  *width = type == napi_bigint64_array ? 8 : 4;
+  if (type != napi_bigint64_array && type != napi_int32_array) {
+    napi_throw_type_error(env, NULL, "expected an Int32Array or BigInt64Array");
+    return -1;
+  }
+  if (i < 0 || (uint64_t)i >= length) {
+    napi_throw_range_error(env, NULL, "index out of range");
+    return -1;
+  }
+  *addr = (char *)data + (size_t)i * (size_t)*width;
+  return 0;
+}
+
+static int
+tl__expected(napi_env env, napi_value v, int width, int64_t *out)
+{
+  if (width == 8) {
+    bool lossless;
+    return napi_get_value_bigint_int64(env, v, out, &lossless) == napi_ok
+               ? 0
+               : -1;
+  }
+  int32_t i32;
+  if (napi_get_value_int32(env, v, &i32) != napi_ok)
+    return -1;
+  *out = i32;
+  return 0;
+}
+
+static napi_value
+tl__int(napi_env env, int64_t v)
+{
+  napi_value r;
+  if (napi_create_int64(env, v, &r) != napi_ok)
+    return NULL;
+  return r;
+}
+
+/* wait(ta, index, value, timeoutMs) -> result code. */
+static napi_value
+tl_napi_wait(napi_env env, napi_callback_info info)
+{
+  napi_value argv[4];
+  tl_env_t *e = tl__env(env);
+  tl_probe_t probe = { tl__probe, e, TL_PROBE_SLICE_NS };
+  void *addr;
+  int width;
+  int64_t expected;
+  double timeout;
+
+  TL_GET_ARGS(env, info, 4, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0 ||
+      tl__expected(env, argv[2], width, &expected) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  return tl__int(env, tl_wait(addr, width, expected, timeout, &probe));
+}
+
+/* notify(ta, index, count) -> woken; count is +Infinity or an integer. */
+static napi_value
+tl_napi_notify(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3];
+  void *addr;
+  int width;
+  double count;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[2], &count));
+  return tl__int(env, tl_notify(addr, count >= 9007199254740992.0
+                                          ? -1
+                                          : (int64_t)count));
+}
+
+/* Creates a pending node for the calling env; NULL with an exception. */
+static tl_async_t *
+tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout,
+              int ref, int is_lock)
+{
+  tl_async_t *n = calloc(1, sizeof(*n));
+
+  if (n == NULL) {
+    napi_throw_error(env, NULL, "out of memory");
+    return NULL;
+  }
+  tl_waiter_init_async(&n->w, tl__settle);
+  n->env = e;
+  n->heap_index = TL_NO_HEAP;
+  n->ref = (uint8_t)(ref != 0);
+  n->is_lock = (uint8_t)is_lock;
+  n->deadline = UINT64_MAX;
+  if (timeout >= 0 && timeout < 1e15) {
+    uint64_t ns = (uint64_t)(timeout * 1e6);
+    if ((double)ns < timeout * 1e6)
+      ns++;
+    n->deadline = tl_now_ns() + ns;
+  }
+  if (napi_create_reference(env, ta, 1, &n->keep) != napi_ok) {
+    free(n);
+    tl__throw_last(env, "napi_create_reference");
+    return NULL;
+  }
+  return n;
+}
+
+/* Env thread: `n` was enqueued; book it and return its promise. */
+static napi_value
+tl__track(napi_env env, tl_env_t *e, tl_async_t *n)
+{
+  napi_value promise;
+
+  if (napi_create_promise(env, &n->deferred, &promise) != napi_ok ||
+      (n->deadline != UINT64_MAX && tl__heap_push(e, n) != 0)) {
+    /* Undo the enqueue; nobody else has seen the node unless a notify
+     * already took it, in which case it resolves through the queue. */
+    if (tl_cancel(&n->w, TL_CANCELLED)) {
+      napi_delete_reference(env, n->keep);
+      free(n);
+    }
+    tl__throw_last(env, "napi_create_promise");
+    return NULL;
+  }
+  n->next = e->pending;
+  if (e->pending != NULL)
+    e->pending->prev = n;
+  e->pending = n;
+  tl__ref(e, n, +1);
+  if (n->heap_index == 0)
+    tl__arm_timer(e);
+  return promise;
+}
+
+/* waitAsync(ta, index, value, timeoutMs, ref) -> code or Promise. */
+static napi_value
+tl_napi_wait_async(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5];
+  tl_env_t *e = tl__env(env);
+  tl_async_t *n;
+  void *addr;
+  int width, r;
+  int64_t expected;
+  double timeout;
+  bool ref;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0 ||
+      tl__expected(env, argv[2], width, &expected) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
+  n = tl__new_async(env, e, argv[0], timeout, ref, 0);
+  if (n == NULL)
+    return NULL;
+  r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
+  if (r != TL_RESULT_PENDING) {
+    napi_delete_reference(env, n->keep);
+    free(n);
+    return tl__int(env, r);
+  }
+  /* The waiter is in the table now and may be notified at any moment; the
+   * node still belongs to this thread until it is resolved here. */
+  return tl__track(env, e, n);
+}
+
+/* waiterCount(ta, index) -> waiters enqueued on that element. */
+static napi_value
+tl_napi_waiter_count(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2];
+  void *addr;
+  int width;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  return tl__int(env, (int64_t)tl_waiter_count(addr));
+}
+
+static napi_value
+tl_napi_total_waiters(napi_env env, napi_callback_info info)
+{
+  (void)info;
+  return tl__int(env, (int64_t)tl_waiter_total());
+}
+
+/* lockAcquire(i32, index, id, timeoutMs) -> code. */
+static napi_value
+tl_napi_lock_acquire(napi_env env, napi_callback_info info)
+{
+  napi_value argv[4];
+  tl_env_t *e = tl__env(env);
+  tl_probe_t probe = { tl__probe, e, TL_PROBE_SLICE_NS };
+  void *addr;
+  int width;
+  uint32_t id;
+  double timeout;
+
+  TL_GET_ARGS(env, info, 4, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  return tl__int(env, tl_lock_acquire(addr, id, timeout, &probe));
+}
+
+static void
+tl__token_finalize(napi_env env, void *data, void *hint)
+{
+  tl_async_t *n = data;
+
+  (void)env;
+  (void)hint;
+  if (n->done)
+    free(n);
+  else
+    n->has_token = 0; /* the node frees itself when it is retired */
+}
+
+/* lockAcquireAsync(i32, index, id, timeoutMs, ref, withToken) -> code, or a
+ * Promise of a code, or [Promise, token] when withToken is set. */
+static napi_value
+tl_napi_lock_acquire_async(napi_env env, napi_callback_info info)
+{
+  napi_value argv[6], promise, token, pair;
+  tl_env_t *e = tl__env(env);
+  tl_async_t *n;
+  void *addr;
+  int width, r;
+  uint32_t id;
+  double timeout;
+  bool ref, with_token;
+
+  TL_GET_ARGS(env, info, 6, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
+  n = tl__new_async(env, e, argv[0], timeout, ref, 1);
+  if (n == NULL)
+    return NULL;
+  r = tl_lock_acquire_async(&n->w, addr, id);
+  if (r != TL_RESULT_PENDING) {
+    napi_delete_reference(env, n->keep);
+    free(n);
+    return tl__int(env, r);
+  }
+  promise = tl__track(env, e, n);
+  if (promise == NULL || !with_token)
+    return promise;
+  n->has_token = 1;
+  TL_NAPI_CALL(env,
+               napi_create_external(env, n, tl__token_finalize, NULL, &token));
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, 2, &pair));
+  TL_NAPI_CALL(env, napi_set_element(env, pair, 0, promise));
+  TL_NAPI_CALL(env, napi_set_element(env, pair, 1, token));
+  return pair;
+}
+
+/* lockCancel(token) -> true if the request was withdrawn before a grant;
+ * its promise then resolves with TL_RESULT_INTERRUPTED. */
+static napi_value
+tl_napi_lock_cancel(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], result;
+  tl_async_t *n;
+  bool removed = false;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_external(env, argv[0], (void **)&n));
+  if (!n->done && tl_cancel(&n->w, TL_CANCELLED)) {
+    napi_value code;
+    removed = true;
+    /* Settle the promise anyway so that its handle is released; the
+     * caller has already stopped listening to it. */
+    if (napi_create_int32(env, TL_RESULT_INTERRUPTED, &code) == napi_ok)
+      napi_resolve_deferred(env, n->deferred, code);
+    n->deferred = NULL;
+    tl__retire(n->env, n);
+  }
+  TL_NAPI_CALL(env, napi_get_boolean(env, removed, &result));
+  return result;
+}
+
+/* lockRelease(i32, index, id) -> 0, or TL_ENOTOWNER. */
+static napi_value
+tl_napi_lock_release(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3];
+  void *addr;
+  int width;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
+  return tl__int(env, tl_lock_release(addr, id));
+}
+
+/* register(id): this thread's lock owner id, registered as alive until the
+ * env is torn down. Once per env. */
+static napi_value
+tl_napi_register(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  tl_env_t *e = tl__env(env);
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[0], &id));
+  if (id == 0 || id > TL_LOCK_ID_MASK ||
+      (e->lock_id != 0 && e->lock_id != id)) {
+    napi_throw_range_error(env, NULL, "invalid thread id for locks");
+    return NULL;
+  }
+  if (e->lock_id == id)
+    return NULL;
+  e->lock_id = id;
+  tl_thread_register(id);
+  return NULL;
+}
+
+/* isAlive(id) -> whether a registered thread holds that id. */
+static napi_value
+tl_napi_is_alive(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], result;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[0], &id));
+  TL_NAPI_CALL(env, napi_get_boolean(env, tl_thread_alive(id), &result));
+  return result;
+}
+
+/* isDetached(arrayBuffer) -> boolean. */
+static napi_value
+tl_napi_is_detached(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], result;
+  bool detached = false;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_is_detached_arraybuffer(env, argv[0], &detached));
+  TL_NAPI_CALL(env, napi_get_boolean(env, detached, &result));
+  return result;
+}
+
+/* setSpin(iterations): how long a sync waiter spins before it sleeps. */
+static napi_value
+tl_napi_set_spin(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  uint32_t n;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[0], &n));
+  tl_set_spin(n);
+  return NULL;
+}
+
+/* Sets up this thread's state: the threadsafe function (unref'd until a
+ * ref'd waiter is pending), the deadline timer and the cleanup hook, which
+ * is added last so that it runs before the function's own teardown. */
+static tl_env_t *
+tl__env_new(napi_env env)
+{
+  tl_env_t *e = calloc(1, sizeof(*e));
+  napi_value name, noop;
+  uv_loop_t *loop;
+
+  if (e == NULL)
+    return NULL;
+  e->env = env;
+  tl_mutex_init(&e->ready_lock);
+  e->timer = malloc(sizeof(*e->timer));
+  if (e->timer == NULL ||
+      napi_get_uv_event_loop(env, &loop) != napi_ok ||
+      uv_timer_init(loop, e->timer) != 0)
+    goto fail;
+  e->timer->data = e;
+  uv_unref((uv_handle_t *)e->timer);
+  if (napi_create_string_utf8(env, "threadlock", NAPI_AUTO_LENGTH, &name) !=
+          napi_ok ||
+      napi_create_function(env, "noop", NAPI_AUTO_LENGTH, tl__noop, NULL,
+                           &noop) != napi_ok ||
+      napi_create_reference(env, noop, 1, &e->noop) != napi_ok ||
+      napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e,
+                                      tl__tsfn_finalize, e, tl__call_js,
+                                      &e->tsfn) != napi_ok)
+    goto fail_timer;
+  napi_unref_threadsafe_function(env, e->tsfn);
+  if (napi_add_env_cleanup_hook(env, tl__env_cleanup, e) != napi_ok ||
+      napi_set_instance_data(env, e, NULL, NULL) != napi_ok)
+    napi_fatal_error("threadlock", NAPI_AUTO_LENGTH,
+                     "cannot register the thread's cleanup",
+                     NAPI_AUTO_LENGTH);
+  return e;
+
+fail_timer:
+  if (e->noop != NULL)
+    napi_delete_reference(env, e->noop);
+  uv_close((uv_handle_t *)e->timer, tl__timer_closed);
+  tl_mutex_destroy(&e->ready_lock);
+  free(e);
+  return NULL;
+fail:
+  free(e->timer);
+  tl_mutex_destroy(&e->ready_lock);
+  free(e);
+  return NULL;
+}
+
+NAPI_MODULE_INIT()
+{
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } fns[] = {
+    { "wait", tl_napi_wait },
+    { "notify", tl_napi_notify },
+    { "waitAsync", tl_napi_wait_async },
+    { "waiterCount", tl_napi_waiter_count },
+    { "totalWaiters", tl_napi_total_waiters },
+    { "lockAcquire", tl_napi_lock_acquire },
+    { "lockAcquireAsync", tl_napi_lock_acquire_async },
+    { "lockCancel", tl_napi_lock_cancel },
+    { "lockRelease", tl_napi_lock_release },
+    { "register", tl_napi_register },
+    { "isAlive", tl_napi_is_alive },
+    { "isDetached", tl_napi_is_detached },
+    { "setSpin", tl_napi_set_spin },
+  };
+
+  void *existing = NULL;
+
+  /* Loading the same file again in one thread reuses that thread's state. */
+  napi_get_instance_data(env, &existing);
+  if (existing == NULL && tl__env_new(env) == NULL) {
+    napi_throw_error(env, NULL, "threadlock: cannot set up this thread");
+    return NULL;
+  }
+  for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+    napi_value fn;
+    TL_NAPI_CALL(env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH,
+                                           fns[i].cb, NULL, &fn));
+    TL_NAPI_CALL(env, napi_set_named_property(env, exports, fns[i].name, fn));
+  }
+  return exports;
+}

@@ -1,0 +1,61 @@
+/* Thread primitives for the waiter list core.
+ *
+ * The core uses libuv for its mutexes, condition variables and clock so that
+ * the same sources link against Node's embedded libuv inside the addon and
+ * against the system libuv in the standalone C tests (test/c/). libuv aborts
+ * on lock failures that cannot happen, which is the policy the core wants.
+ */
+#ifndef TL_PLATFORM_H_
+#define TL_PLATFORM_H_
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <uv.h>
+
+typedef uv_mutex_t tl_mutex_t;
+typedef uv_cond_t tl_cond_t;
+typedef uv_once_t tl_once_t;
+
+#define TL_ONCE_INIT UV_ONCE_INIT
+
+#define tl_mutex_init(m) tl__check_init(uv_mutex_init(m))
+#define tl_mutex_destroy(m) uv_mutex_destroy(m)
+#define tl_mutex_lock(m) uv_mutex_lock(m)
+#define tl_mutex_unlock(m) uv_mutex_unlock(m)
+#define tl_cond_init(c) tl__check_init(uv_cond_init(c))
+#define tl_cond_destroy(c) uv_cond_destroy(c)
+#define tl_cond_signal(c) uv_cond_signal(c)
+#define tl_cond_wait(c, m) uv_cond_wait(c, m)
+#define tl_once(g, f) uv_once(g, f)
+
+/* Monotonic clock in nanoseconds. */
+#define tl_now_ns() uv_hrtime()
+
+/* Waits at most `ns` nanoseconds; returns nonzero when the time ran out.
+ * Like every condition wait it may also return early for no reason. */
+static inline int
+tl_cond_timedwait(tl_cond_t *c, tl_mutex_t *m, uint64_t ns)
+{
+  return uv_cond_timedwait(c, m, ns) != 0;
+}
+
+/* A failed mutex or condition variable initialization leaves the process
+ * without a way to synchronize; there is nothing sensible to continue with. */
+static inline void
+tl__check_init(int rc)
+{
+  if (rc != 0)
+    abort();
+}
+
+static inline void
+tl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+#endif /* TL_PLATFORM_H_ */

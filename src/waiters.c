@@ -1,0 +1,613 @@
+/* The process-wide waiter list.
+ *
+ * Waiters are keyed by the address of the waited-on element. A fixed table
+ * of buckets, each with one mutex and one FIFO list holding sync and async
+ * waiters alike, serves every thread of the process. The value check and the
+ * enqueue happen under the bucket lock that notify also takes, so a notify
+ * that follows a store can never be missed.
+ */
+#include "waiters.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "platform.h"
+
+#define TL_BUCKET_BITS 10
+#define TL_BUCKET_COUNT (1u << TL_BUCKET_BITS)
+
+typedef struct tl_bucket_s {
+  _Alignas(64) tl_mutex_t lock;
+  tl_waiter_t *head; /* protected by lock */
+  tl_waiter_t *tail; /* protected by lock */
+  size_t count;      /* protected by lock */
+} tl_bucket_t;
+
+/* A sync waiter lives on the stack of the thread that waits. */
+typedef struct tl_sync_waiter_s {
+  tl_waiter_t base;
+  tl_cond_t cond; /* signalled under the bucket lock when parked */
+} tl_sync_waiter_t;
+
+static tl_bucket_t tl__table[TL_BUCKET_COUNT];
+static tl_once_t tl__table_once = TL_ONCE_INIT;
+
+/* Live lock owners; protected by tl__registry_lock. Threads come and go
+ * rarely and a process has few of them, so a plain array is enough. */
+static tl_mutex_t tl__registry_lock;
+static uint32_t *tl__registry;
+static size_t tl__registry_len;
+static size_t tl__registry_cap;
+
+static atomic_uint tl__spin_limit = 0;
+
+static void
+tl__table_init(void)
+{
+  for (size_t i = 0; i < TL_BUCKET_COUNT; i++)
+    tl_mutex_init(&tl__table[i].lock);
+  tl_mutex_init(&tl__registry_lock);
+}
+
+/* Fibonacci hashing spreads the 4- or 8-byte aligned addresses evenly. */
+static tl_bucket_t *
+tl__bucket(uintptr_t addr)
+{
+  uint64_t h = (uint64_t)addr * UINT64_C(0x9E3779B97F4A7C15);
+  tl_once(&tl__table_once, tl__table_init);
+  return &tl__table[h >> (64 - TL_BUCKET_BITS)];
+}
+
+static int64_t
+tl__load(const void *addr, int width)
+{
+  if (width == 8)
+    return atomic_load((_Atomic int64_t *)addr);
+  return atomic_load((_Atomic int32_t *)addr);
+}
+
+/* Converts a relative timeout in milliseconds into an absolute deadline in
+ * nanoseconds; UINT64_MAX stands for no deadline. */
+static uint64_t
+tl__deadline(double timeout_ms)
+{
+  uint64_t now = tl_now_ns();
+  double ns;
+
+  /* DoWait step 9: NaN and +Infinity mean no deadline, negative means 0. */
+  if (isnan(timeout_ms) || (isinf(timeout_ms) && timeout_ms > 0))
+    return UINT64_MAX;
+  if (timeout_ms <= 0)
+    return now;
+  ns = ceil(timeout_ms * 1e6);
+  if (ns >= (double)(UINT64_MAX - now))
+    return UINT64_MAX;
+  return now + (uint64_t)ns;
+}
+
+/* Appends `w` to the bucket's FIFO. Expects b->lock. */
+static void
+tl__enqueue(tl_bucket_t *b, tl_waiter_t *w)
+{
+  w->next = NULL;
+  w->prev = b->tail;
+  if (b->tail != NULL)
+    b->tail->next = w;
+  else
+    b->head = w;
+  b->tail = w;
+  b->count++;
+}
+
+/* Unlinks `w` from the bucket's FIFO. Expects b->lock. */
+static void
+tl__unlink(tl_bucket_t *b, tl_waiter_t *w)
+{
+  if (w->prev != NULL)
+    w->prev->next = w->next;
+  else
+    b->head = w->next;
+  if (w->next != NULL)
+    w->next->prev = w->prev;
+  else
+    b->tail = w->prev;
+  w->next = w->prev = NULL;
+  b->count--;
+}
+
+/* The first lock waiter on `addr` at or after `from`. Expects b->lock. */
+static tl_waiter_t *
+tl__next_lock_waiter(tl_waiter_t *from, uintptr_t addr)
+{
+  for (tl_waiter_t *w = from; w != NULL; w = w->next)
+    if (w->addr == addr && w->lock_id != 0)
+      return w;
+  return NULL;
+}
+
+/* Ends the wait of `w`, which the caller already unlinked, with `state`.
+ * Expects b->lock. For a sync waiter that is still spinning, the store of
+ * the state is the last access: the waiter may return and its stack frame
+ * vanish right after it. A parked sync waiter needs the bucket lock to
+ * leave, so signalling after the store is safe. An async waiter passes to
+ * its settle callback. */
+static void
+tl__finish(tl_waiter_t *w, tl_state_t state)
+{
+  if (w->is_async) {
+    atomic_store(&w->state, state);
+    w->settle(w);
+    return;
+  }
+  if (w->parked) {
+    tl_sync_waiter_t *sw = (tl_sync_waiter_t *)w;
+    atomic_store(&w->state, state);
+    tl_cond_signal(&sw->cond);
+    return;
+  }
+  atomic_store(&w->state, state);
+}
+
+/* Removes a waiting `w` and keeps the lock word's waiters bit honest: when
+ * the last lock waiter of a word leaves without a grant, the bit is cleared
+ * so that the owner can release with a compare-exchange again. Expects
+ * b->lock. The word cannot change under us: lock waiters only change it
+ * under this lock, and the compare-exchange fast paths fail while the bit is
+ * set. */
+static void
+tl__remove(tl_bucket_t *b, tl_waiter_t *w)
+{
+  tl__unlink(b, w);
+  if (w->lock_id != 0 && tl__next_lock_waiter(b->head, w->addr) == NULL) {
+    _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+    atomic_fetch_and(word, ~TL_LOCK_WAITERS);
+  }
+}
+
+/* Sleeps until `sw` leaves the list. Called with b->lock held and the
+ * waiter enqueued; returns with b->lock held. */
+static int
+tl__park(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
+         const tl_probe_t *probe)
+{
+  tl_waiter_t *w = &sw->base;
+
+  w->parked = 1;
+  for (;;) {
+    uint64_t now, slice;
+
+    if (atomic_load(&w->state) != TL_WAITING)
+      return TL_RESULT_OK;
+    now = tl_now_ns();
+    /* DoWait: a spurious wakeup never ends the wait; only the deadline does. */
+    if (now >= deadline) {
+      tl__remove(b, w);
+      atomic_store(&w->state, TL_TIMED_OUT);
+      return TL_RESULT_TIMED_OUT;
+    }
+    slice = deadline == UINT64_MAX ? UINT64_MAX : deadline - now;
+    if (probe != NULL && probe->slice_ns < slice)
+      slice = probe->slice_ns;
+    if (slice == UINT64_MAX) {
+      tl_cond_wait(&sw->cond, &b->lock);
+      continue;
+    }
+    if (!tl_cond_timedwait(&sw->cond, &b->lock, slice))
+      continue;
+    if (probe == NULL || atomic_load(&w->state) != TL_WAITING)
+      continue;
+    /* The probe may call into the runtime; never do that under a bucket
+     * lock. A notify that comes meanwhile is seen by the state check. */
+    tl_mutex_unlock(&b->lock);
+    int stop = probe->fn(probe->data);
+    tl_mutex_lock(&b->lock);
+    if (stop && atomic_load(&w->state) == TL_WAITING) {
+      tl__remove(b, w);
+      atomic_store(&w->state, TL_CANCELLED);
+      return TL_RESULT_INTERRUPTED;
+    }
+  }
+}
+
+/* Spins briefly on the waiter's own state before the caller parks; a
+ * notify that comes within the spin costs no system call on either side.
+ * Runs without any lock. Returns nonzero if the wait already ended. */
+static int
+tl__spin(tl_waiter_t *w, uint64_t deadline)
+{
+  unsigned limit = atomic_load_explicit(&tl__spin_limit, memory_order_relaxed);
+
+  if (deadline != UINT64_MAX && deadline <= tl_now_ns())
+    return 0;
+  for (unsigned i = 0; i < limit; i++) {
+    if (atomic_load_explicit(&w->state, memory_order_acquire) != TL_WAITING)
+      return 1;
+    tl_cpu_relax();
+  }
+  return 0;
+}
+
+/* Runs on the waiting thread, which sleeps; `sw` was enqueued under
+ * b->lock and the lock was released. Returns the final result. */
+static int
+tl__block(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
+          const tl_probe_t *probe, int done_result)
+{
+  int r;
+
+  if (tl__spin(&sw->base, deadline))
+    return done_result;
+  tl_cond_init(&sw->cond);
+  tl_mutex_lock(&b->lock);
+  r = tl__park(b, sw, deadline, probe);
+  tl_mutex_unlock(&b->lock);
+  tl_cond_destroy(&sw->cond);
+  return r == TL_RESULT_OK ? done_result : r;
+}
+
+static void
+tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, uint32_t lock_id)
+{
+  sw->base.next = sw->base.prev = NULL;
+  sw->base.addr = addr;
+  sw->base.lock_id = lock_id;
+  atomic_init(&sw->base.state, TL_WAITING);
+  sw->base.owner_died = 0;
+  sw->base.parked = 0;
+  sw->base.is_async = 0;
+  sw->base.settle = NULL;
+}
+
+int
+tl_wait(void *addr, int width, int64_t expected, double timeout_ms,
+        const tl_probe_t *probe)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)addr);
+  uint64_t deadline = tl__deadline(timeout_ms);
+  tl_sync_waiter_t sw;
+
+  tl__init_sync(&sw, (uintptr_t)addr, 0);
+  tl_mutex_lock(&b->lock);
+  /* DoWait steps 20-22: compare under the critical section. */
+  if (tl__load(addr, width) != expected) {
+    tl_mutex_unlock(&b->lock);
+    return TL_RESULT_NOT_EQUAL;
+  }
+  tl__enqueue(b, &sw.base);
+  tl_mutex_unlock(&b->lock);
+  return tl__block(b, &sw, deadline, probe, TL_RESULT_OK);
+}
+
+void
+tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
+{
+  w->next = w->prev = NULL;
+  w->addr = 0;
+  w->lock_id = 0;
+  atomic_init(&w->state, TL_WAITING);
+  w->owner_died = 0;
+  w->parked = 0;
+  w->is_async = 1;
+  w->settle = settle;
+}
+
+int
+tl_wait_async(tl_waiter_t *w, void *addr, int width, int64_t expected,
+              int zero_timeout)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)addr);
+
+  w->addr = (uintptr_t)addr;
+  w->lock_id = 0;
+  tl_mutex_lock(&b->lock);
+  if (tl__load(addr, width) != expected) {
+    tl_mutex_unlock(&b->lock);
+    return TL_RESULT_NOT_EQUAL;
+  }
+  /* DoWait step 23: an async wait with timeout 0 ends without waiting, but
+   * only after the comparison. */
+  if (zero_timeout) {
+    tl_mutex_unlock(&b->lock);
+    return TL_RESULT_TIMED_OUT;
+  }
+  atomic_store(&w->state, TL_WAITING);
+  tl__enqueue(b, w);
+  tl_mutex_unlock(&b->lock);
+  return TL_RESULT_PENDING;
+}
+
+int
+tl_cancel(tl_waiter_t *w, tl_state_t why)
+{
+  tl_bucket_t *b = tl__bucket(w->addr);
+  int removed = 0;
+
+  tl_mutex_lock(&b->lock);
+  if (atomic_load(&w->state) == TL_WAITING) {
+    tl__remove(b, w);
+    atomic_store(&w->state, why);
+    removed = 1;
+  }
+  tl_mutex_unlock(&b->lock);
+  return removed;
+}
+
+int64_t
+tl_notify(void *addr, int64_t count)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)addr);
+  tl_waiter_t *w, *next;
+  int64_t woken = 0;
+
+  tl_mutex_lock(&b->lock);
+  for (w = b->head; w != NULL && (count < 0 || woken < count); w = next) {
+    next = w->next;
+    if (w->addr != (uintptr_t)addr || w->lock_id != 0)
+      continue;
+    tl__unlink(b, w);
+    tl__finish(w, TL_NOTIFIED);
+    woken++;
+  }
+  tl_mutex_unlock(&b->lock);
+  return woken;
+}
+
+size_t
+tl_waiter_count(void *addr)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)addr);
+  size_t n = 0;
+
+  tl_mutex_lock(&b->lock);
+  for (tl_waiter_t *w = b->head; w != NULL; w = w->next)
+    if (w->addr == (uintptr_t)addr)
+      n++;
+  tl_mutex_unlock(&b->lock);
+  return n;
+}
+
+size_t
+tl_waiter_total(void)
+{
+  size_t n = 0;
+
+  tl__bucket(0); /* initializes the table */
+  for (size_t i = 0; i < TL_BUCKET_COUNT; i++) {
+    tl_mutex_lock(&tl__table[i].lock);
+    n += tl__table[i].count;
+    tl_mutex_unlock(&tl__table[i].lock);
+  }
+  return n;
+}
+
+void
+tl_set_spin(unsigned iterations)
+{
+  atomic_store(&tl__spin_limit, iterations);
+}
+
+/* Registry of live ids. */
+
+int
+tl_thread_alive(uint32_t id)
+{
+  int alive = 0;
+
+  tl__bucket(0);
+  tl_mutex_lock(&tl__registry_lock);
+  for (size_t i = 0; i < tl__registry_len; i++) {
+    if (tl__registry[i] == id) {
+      alive = 1;
+      break;
+    }
+  }
+  tl_mutex_unlock(&tl__registry_lock);
+  return alive;
+}
+
+void
+tl_thread_register(uint32_t id)
+{
+  tl__bucket(0);
+  tl_mutex_lock(&tl__registry_lock);
+  if (tl__registry_len == tl__registry_cap) {
+    size_t cap = tl__registry_cap ? tl__registry_cap * 2 : 16;
+    uint32_t *grown = realloc(tl__registry, cap * sizeof(*grown));
+    if (grown == NULL)
+      abort();
+    tl__registry = grown;
+    tl__registry_cap = cap;
+  }
+  tl__registry[tl__registry_len++] = id;
+  tl_mutex_unlock(&tl__registry_lock);
+}
+
+/* Hands the lock at w->addr to `w`, the first lock waiter on it, which the
+ * caller already unlinked. Expects b->lock; the caller owns the word. */
+static void
+tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int32_t next = (int32_t)w->lock_id;
+
+  if (tl__next_lock_waiter(b->head, w->addr) != NULL)
+    next |= TL_LOCK_WAITERS;
+  atomic_store(word, next);
+  w->owner_died = (uint8_t)owner_died;
+  tl__finish(w, TL_NOTIFIED);
+}
+
+void
+tl_thread_unregister(uint32_t id)
+{
+  tl__bucket(0);
+  tl_mutex_lock(&tl__registry_lock);
+  for (size_t i = 0; i < tl__registry_len; i++) {
+    if (tl__registry[i] == id) {
+      tl__registry[i] = tl__registry[--tl__registry_len];
+      break;
+    }
+  }
+  tl_mutex_unlock(&tl__registry_lock);
+
+  /* Any lock this id still holds with waiters goes to its first waiter now;
+   * one without waiters is taken over by its next acquirer. A waiter that
+   * enqueues after its bucket was scanned finds the owner unregistered. */
+  for (size_t i = 0; i < TL_BUCKET_COUNT; i++) {
+    tl_bucket_t *b = &tl__table[i];
+    tl_waiter_t *w, *next;
+
+    tl_mutex_lock(&b->lock);
+    for (w = b->head; w != NULL; w = next) {
+      next = w->next;
+      if (w->lock_id == 0)
+        continue;
+      int32_t v = atomic_load((_Atomic int32_t *)w->addr);
+      if ((uint32_t)(v & TL_LOCK_ID_MASK) != id)
+        continue;
+      /* `w` is the first lock waiter on its word: any earlier one with the
+       * same address would have been granted already in this pass. */
+      tl__unlink(b, w);
+      tl__grant(b, w, 1);
+    }
+    tl_mutex_unlock(&b->lock);
+  }
+}
+
+/* Tries to take the lock without waiting, or enqueues `w` behind the
+ * current owner. Expects b->lock. */
+static int
+tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int32_t v = atomic_load(word);
+
+  for (;;) {
+    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
+
+    if (v == 0) {
+      if (atomic_compare_exchange_weak(word, &v, (int32_t)w->lock_id))
+        return TL_RESULT_ACQUIRED;
+      continue;
+    }
+    if (owner == w->lock_id && !allow_self)
+      return TL_EDEADLK;
+    if (owner != w->lock_id && !tl_thread_alive(owner)) {
+      tl_waiter_t *first = tl__next_lock_waiter(b->head, w->addr);
+      if (first == NULL) {
+        /* Nobody queued: take over. Only lock waiters write a word with an
+         * owner set, and they hold this lock, so a plain store is safe. */
+        atomic_store(word, (int32_t)w->lock_id);
+        return TL_RESULT_OWNER_DIED;
+      }
+      /* Queued waiters come first: the oldest takes over, we queue. */
+      tl__unlink(b, first);
+      tl__grant(b, first, 1);
+      v = atomic_load(word);
+      continue;
+    }
+    if (atomic_compare_exchange_weak(word, &v, v | TL_LOCK_WAITERS))
+      break;
+  }
+  atomic_store(&w->state, TL_WAITING);
+  tl__enqueue(b, w);
+  return TL_RESULT_PENDING;
+}
+
+int
+tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
+                const tl_probe_t *probe)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  uint64_t deadline = tl__deadline(timeout_ms);
+  tl_sync_waiter_t sw;
+  int r;
+
+  tl__init_sync(&sw, (uintptr_t)word, id);
+  tl_mutex_lock(&b->lock);
+  r = tl__lock_try_enqueue(b, &sw.base, 0);
+  if (r != TL_RESULT_PENDING) {
+    tl_mutex_unlock(&b->lock);
+    return r;
+  }
+  if (deadline != UINT64_MAX && deadline <= tl_now_ns()) {
+    tl__remove(b, &sw.base);
+    tl_mutex_unlock(&b->lock);
+    return TL_RESULT_TIMED_OUT;
+  }
+  tl_mutex_unlock(&b->lock);
+  r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
+  if (r == TL_RESULT_ACQUIRED && sw.base.owner_died)
+    r = TL_RESULT_OWNER_DIED;
+  return r;
+}
+
+int
+tl_lock_acquire_async(tl_waiter_t *w, int32_t *word, uint32_t id)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  int r;
+
+  w->addr = (uintptr_t)word;
+  w->lock_id = id;
+  w->owner_died = 0;
+  tl_mutex_lock(&b->lock);
+  r = tl__lock_try_enqueue(b, w, 1);
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
+int
+tl_lock_release(int32_t *word, uint32_t id)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  _Atomic int32_t *aword = (_Atomic int32_t *)word;
+  tl_waiter_t *first;
+  int32_t v;
+
+  tl_mutex_lock(&b->lock);
+  v = atomic_load(aword);
+  if ((uint32_t)(v & TL_LOCK_ID_MASK) != id) {
+    tl_mutex_unlock(&b->lock);
+    return TL_ENOTOWNER;
+  }
+  first = tl__next_lock_waiter(b->head, (uintptr_t)word);
+  if (first == NULL) {
+    atomic_store(aword, 0);
+  } else {
+    /* Direct hand-off keeps the grants in FIFO order: the word never
+     * becomes 0 while a waiter is queued, so nobody can barge in. */
+    tl__unlink(b, first);
+    tl__grant(b, first, 0);
+  }
+  tl_mutex_unlock(&b->lock);
+  return 0;
+}
+
+#ifndef NDEBUG
+void
+tl_check_table(void)
+{
+  tl__bucket(0);
+  for (size_t i = 0; i < TL_BUCKET_COUNT; i++) {
+    tl_bucket_t *b = &tl__table[i];
+    size_t n = 0;
+    tl_waiter_t *prev = NULL;
+
+    tl_mutex_lock(&b->lock);
+    for (tl_waiter_t *w = b->head; w != NULL; w = w->next) {
+      assert(w->prev == prev);
+      assert(atomic_load(&w->state) == TL_WAITING);
+      assert(tl__bucket(w->addr) == b);
+      if (w->lock_id != 0)
+        assert(atomic_load((_Atomic int32_t *)w->addr) & TL_LOCK_WAITERS);
+      prev = w;
+      n++;
+    }
+    assert(b->tail == prev);
+    assert(b->count == n);
+    tl_mutex_unlock(&b->lock);
+  }
+}
+#endif

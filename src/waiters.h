@@ -1,0 +1,120 @@
+/* The shared waiter list: wait / notify keyed by memory address, plus the
+ * lock operations that must run under the same per-address lock.
+ *
+ * Plain C and libuv only (no node_api.h) so that test/c/ can drive it from
+ * ordinary threads under the sanitizers.
+ */
+#ifndef TL_WAITERS_H_
+#define TL_WAITERS_H_
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Outcomes of a wait or acquire (nonnegative). */
+enum {
+  TL_RESULT_OK = 0,          /* woken by a notify */
+  TL_RESULT_NOT_EQUAL = 1,   /* the value did not match; nothing enqueued */
+  TL_RESULT_TIMED_OUT = 2,   /* the deadline passed first */
+  TL_RESULT_INTERRUPTED = 3, /* the probe asked the waiter to give up */
+  TL_RESULT_PENDING = 4,     /* an async waiter is now enqueued */
+  TL_RESULT_ACQUIRED = 5,    /* the lock is now held by the caller */
+  TL_RESULT_OWNER_DIED = 6   /* as ACQUIRED, taken over from a dead owner */
+};
+
+/* Errors (negative). */
+#define TL_EDEADLK (-35) /* the caller already owns the lock */
+#define TL_ENOTOWNER (-1) /* release by a thread that is not the owner */
+
+/* Lock word layout: 0 is free; otherwise the low 30 bits hold the owner's
+ * id (a thread id plus one, never 0) and TL_LOCK_WAITERS says that lock
+ * waiters may be enqueued for the word. */
+#define TL_LOCK_WAITERS 0x40000000
+#define TL_LOCK_ID_MASK 0x3fffffff
+
+typedef enum tl_state {
+  TL_WAITING = 0,
+  TL_NOTIFIED = 1,
+  TL_TIMED_OUT = 2,
+  TL_CANCELLED = 3
+} tl_state_t;
+
+typedef struct tl_waiter_s tl_waiter_t;
+
+/* Called by the notifying thread, with the bucket lock held, right after an
+ * async waiter left the list as NOTIFIED. From then on the waiter belongs to
+ * whoever the callback hands it to; the core never touches it again. */
+typedef void (*tl_settle_cb)(tl_waiter_t *w);
+
+/* Asked between bounded slices of a sync wait, without any lock held.
+ * Returns nonzero when the waiting thread must stop waiting. */
+typedef struct tl_probe_s {
+  int (*fn)(void *data);
+  void *data;
+  uint64_t slice_ns;
+} tl_probe_t;
+
+struct tl_waiter_s {
+  tl_waiter_t *next; /* protected by the bucket lock */
+  tl_waiter_t *prev; /* protected by the bucket lock */
+  uintptr_t addr;    /* set before enqueue; immutable while linked */
+  uint32_t lock_id;  /* 0 for a plain waiter, else the id to grant to */
+  _Atomic int state; /* tl_state_t; written only under the bucket lock */
+  uint8_t owner_died; /* lock waiters: set under the lock with NOTIFIED */
+  uint8_t parked;    /* sync waiters: protected by the bucket lock */
+  uint8_t is_async;  /* immutable */
+  tl_settle_cb settle; /* async waiters: immutable */
+};
+
+/* Prepares an async waiter owned by the caller (any thread). */
+void tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle);
+
+/* Blocks the calling thread while the `width`-byte (4 or 8) integer at
+ * `addr` equals `expected`, until a notify, the timeout (milliseconds,
+ * +Infinity for none) or the probe ends it. */
+int tl_wait(void *addr, int width, int64_t expected, double timeout_ms,
+            const tl_probe_t *probe);
+
+/* Enqueues `w` if the integer at `addr` equals `expected` (PENDING) or
+ * returns NOT_EQUAL; with `zero_timeout` a match returns TIMED_OUT instead
+ * of enqueuing. A pending waiter ends through notify (settle callback) or
+ * through tl_cancel by its owner. */
+int tl_wait_async(tl_waiter_t *w, void *addr, int width, int64_t expected,
+                  int zero_timeout);
+
+/* Removes a still-waiting `w` from the list, setting `why` (TIMED_OUT or
+ * CANCELLED). Returns 1 if it did, 0 if a notify or grant came first. */
+int tl_cancel(tl_waiter_t *w, tl_state_t why);
+
+/* Wakes up to `count` plain waiters on `addr` in FIFO order (`count` < 0
+ * wakes all) and returns how many it woke. */
+int64_t tl_notify(void *addr, int64_t count);
+
+/* How many waiters (of either kind) are enqueued on `addr`; and in all. */
+size_t tl_waiter_count(void *addr);
+size_t tl_waiter_total(void);
+
+/* Lock operations on an Int32 lock word; `id` is the caller's id (nonzero,
+ * at most TL_LOCK_ID_MASK). The uncontended paths (compare-exchange 0 -> id
+ * and id -> 0) may run outside the core; everything else runs here under
+ * the word's bucket lock. */
+int tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
+                    const tl_probe_t *probe);
+int tl_lock_acquire_async(tl_waiter_t *w, int32_t *word, uint32_t id);
+int tl_lock_release(int32_t *word, uint32_t id);
+
+/* The registry of live lock owners. Unregistering hands every lock the id
+ * still holds to its first waiter, marked as taken from a dead owner. */
+void tl_thread_register(uint32_t id);
+void tl_thread_unregister(uint32_t id);
+int tl_thread_alive(uint32_t id);
+
+/* Sets how many pause iterations a sync waiter spins before it sleeps. */
+void tl_set_spin(unsigned iterations);
+
+#ifndef NDEBUG
+/* Asserts the table's invariants; for tests. */
+void tl_check_table(void);
+#endif
+
+#endif /* TL_WAITERS_H_ */
