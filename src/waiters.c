@@ -431,6 +431,8 @@ tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
   int32_t next = (int32_t)w->lock_id;
 
+  if (owner_died)
+    next |= TL_LOCK_OWNER_DIED;
   if (tl__next_lock_waiter(b->head, w->addr) != NULL)
     next |= TL_LOCK_WAITERS;
   atomic_store(word, next);
@@ -475,8 +477,22 @@ tl_thread_unregister(uint32_t id)
   }
 }
 
+/* Whether the thread of `w` already has a request queued for its word: a
+ * blocking acquire would then wait for a grant that only this very thread
+ * could ever use. Expects b->lock. */
+static int
+tl__queued(tl_bucket_t *b, tl_waiter_t *w)
+{
+  for (tl_waiter_t *q = b->head; q != NULL; q = q->next)
+    if (q->addr == w->addr && q->lock_id == w->lock_id)
+      return 1;
+  return 0;
+}
+
 /* Tries to take the lock without waiting, or enqueues `w` behind the
- * current owner. Expects b->lock. */
+ * current owner. A sync request (allow_self == 0) from the owner, or from a
+ * thread with a request already queued, fails with TL_EDEADLK; an async one
+ * queues. Expects b->lock. */
 static int
 tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
@@ -491,14 +507,14 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
         return TL_RESULT_ACQUIRED;
       continue;
     }
-    if (owner == w->lock_id && !allow_self)
+    if (!allow_self && (owner == w->lock_id || tl__queued(b, w)))
       return TL_EDEADLK;
     if (owner != w->lock_id && !tl_thread_alive(owner)) {
       tl_waiter_t *first = tl__next_lock_waiter(b->head, w->addr);
       if (first == NULL) {
         /* Nobody queued: take over. Only lock waiters write a word with an
          * owner set, and they hold this lock, so a plain store is safe. */
-        atomic_store(word, (int32_t)w->lock_id);
+        atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED));
         return TL_RESULT_OWNER_DIED;
       }
       /* Queued waiters come first: the oldest takes over, we queue. */

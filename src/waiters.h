@@ -23,14 +23,18 @@ enum {
 };
 
 /* Errors (negative). */
-#define TL_EDEADLK (-35) /* the caller already owns the lock */
+#define TL_EDEADLK (-35) /* the caller owns the lock or is queued for it */
 #define TL_ENOTOWNER (-1) /* release by a thread that is not the owner */
 
-/* Lock word layout: 0 is free; otherwise the low 30 bits hold the owner's
- * id (a thread id plus one, never 0) and TL_LOCK_WAITERS says that lock
- * waiters may be enqueued for the word. */
+/* Lock word layout: 0 is free; otherwise the low 29 bits hold the owner's
+ * id (a thread id plus one, never 0), TL_LOCK_OWNER_DIED says that the
+ * current owner took the lock over from a thread that died holding it, and
+ * TL_LOCK_WAITERS says that lock waiters may be enqueued for the word. Both
+ * bits make the owner's compare-exchange release fail, so that the release
+ * goes through tl_lock_release. */
 #define TL_LOCK_WAITERS 0x40000000
-#define TL_LOCK_ID_MASK 0x3fffffff
+#define TL_LOCK_OWNER_DIED 0x20000000
+#define TL_LOCK_ID_MASK 0x1fffffff
 
 typedef enum tl_state {
   TL_WAITING = 0,
