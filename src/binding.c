@@ -615,6 +615,64 @@ tl_napi_total_waiters(napi_env env, napi_callback_info info)
   return tl__int(env, (int64_t)tl_waiter_total());
 }
 
+/* Reads the gate arguments shared by the acquire and release functions:
+ * (i32, index, gate, id, amount) starting at argv[0]. */
+static int
+tl__gate_args(napi_env env, napi_value *argv, void **addr, int32_t *gate,
+              uint32_t *id, uint32_t *amount)
+{
+  int width;
+
+  if (tl__element(env, argv[0], argv[1], addr, &width) != 0)
+    return -1;
+  if (width != 4) {
+    napi_throw_type_error(env, NULL, "a gate word must be an Int32Array");
+    return -1;
+  }
+  if (napi_get_value_int32(env, argv[2], gate) != napi_ok ||
+      napi_get_value_uint32(env, argv[3], id) != napi_ok ||
+      napi_get_value_uint32(env, argv[4], amount) != napi_ok) {
+    tl__throw_last(env, "gate arguments");
+    return -1;
+  }
+  return 0;
+}
+
+/* gateAcquire(i32, index, gate, id, amount, timeoutMs) -> code. */
+static napi_value
+tl_napi_gate_acquire(napi_env env, napi_callback_info info)
+{
+  napi_value argv[6];
+  tl_env_t *e = tl__env(env);
+  tl_probe_t probe = { tl__probe, e, TL_PROBE_SLICE_NS };
+  void *addr;
+  int32_t gate;
+  uint32_t id, amount;
+  double timeout;
+
+  TL_GET_ARGS(env, info, 6, argv);
+  if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
+  return tl__int(env,
+                 tl_gate_acquire(addr, gate, id, amount, timeout, &probe));
+}
+
+/* gateRelease(i32, index, gate, id, amount) -> 0 or a TL_E* code. */
+static napi_value
+tl_napi_gate_release(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5];
+  void *addr;
+  int32_t gate;
+  uint32_t id, amount;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
+    return NULL;
+  return tl__int(env, tl_gate_release(addr, gate, id, amount));
+}
+
 /* lockAcquire(i32, index, id, timeoutMs) -> code. */
 static napi_value
 tl_napi_lock_acquire(napi_env env, napi_callback_info info)
@@ -648,31 +706,22 @@ tl__token_finalize(napi_env env, void *data, void *hint)
     n->has_token = 0; /* the node frees itself when it is retired */
 }
 
-/* lockAcquireAsync(i32, index, id, timeoutMs, ref, withToken) -> code, or a
- * Promise of a code, or [Promise, token] when withToken is set. */
+/* Starts an async gate request and returns its code, or a Promise of a
+ * code, or [Promise, token] when `with_token` is set. */
 static napi_value
-tl_napi_lock_acquire_async(napi_env env, napi_callback_info info)
+tl__gate_async(napi_env env, napi_value ta, void *addr, int32_t gate,
+               uint32_t id, uint32_t amount, double timeout, bool ref,
+               bool with_token)
 {
-  napi_value argv[6], promise, token, pair;
+  napi_value promise, token, pair;
   tl_env_t *e = tl__env(env);
   tl_async_t *n;
-  void *addr;
-  int width, r;
-  uint32_t id;
-  double timeout;
-  bool ref, with_token;
+  int r;
 
-  TL_GET_ARGS(env, info, 6, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
-    return NULL;
-  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
-  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
-  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
-  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  n = tl__new_async(env, e, argv[0], timeout, ref, 1);
+  n = tl__new_async(env, e, ta, timeout, ref, 1);
   if (n == NULL)
     return NULL;
-  r = tl_lock_acquire_async(&n->w, addr, id);
+  r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
   if (r != TL_RESULT_PENDING) {
     napi_delete_reference(env, n->keep);
     free(n);
@@ -688,6 +737,51 @@ tl_napi_lock_acquire_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_set_element(env, pair, 0, promise));
   TL_NAPI_CALL(env, napi_set_element(env, pair, 1, token));
   return pair;
+}
+
+/* gateAcquireAsync(i32, index, gate, id, amount, timeoutMs, ref, withToken)
+ * -> see tl__gate_async. */
+static napi_value
+tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
+{
+  napi_value argv[8];
+  void *addr;
+  int32_t gate;
+  uint32_t id, amount;
+  double timeout;
+  bool ref, with_token;
+
+  TL_GET_ARGS(env, info, 8, argv);
+  if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[6], &ref));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[7], &with_token));
+  return tl__gate_async(env, argv[0], addr, gate, id, amount, timeout, ref,
+                        with_token);
+}
+
+/* lockAcquireAsync(i32, index, id, timeoutMs, ref, withToken) -> as above
+ * for the lock gate. */
+static napi_value
+tl_napi_lock_acquire_async(napi_env env, napi_callback_info info)
+{
+  napi_value argv[6];
+  void *addr;
+  int width;
+  uint32_t id;
+  double timeout;
+  bool ref, with_token;
+
+  TL_GET_ARGS(env, info, 6, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
+  return tl__gate_async(env, argv[0], addr, TL_GATE_LOCK, id, 0, timeout, ref,
+                        with_token);
 }
 
 /* lockCancel(token) -> true if the request was withdrawn before a grant;
@@ -860,6 +954,9 @@ NAPI_MODULE_INIT()
     { "lockAcquireAsync", tl_napi_lock_acquire_async },
     { "lockCancel", tl_napi_lock_cancel },
     { "lockRelease", tl_napi_lock_release },
+    { "gateAcquire", tl_napi_gate_acquire },
+    { "gateAcquireAsync", tl_napi_gate_acquire_async },
+    { "gateRelease", tl_napi_gate_release },
     { "register", tl_napi_register },
     { "isAlive", tl_napi_is_alive },
     { "isDetached", tl_napi_is_detached },

@@ -116,12 +116,13 @@ tl__unlink(tl_bucket_t *b, tl_waiter_t *w)
   b->count--;
 }
 
-/* The first lock waiter on `addr` at or after `from`. Expects b->lock. */
+/* The first gate waiter (lock, semaphore, read-write lock) on `addr` at
+ * or after `from`. Expects b->lock. */
 static tl_waiter_t *
-tl__next_lock_waiter(tl_waiter_t *from, uintptr_t addr)
+tl__next_gate_waiter(tl_waiter_t *from, uintptr_t addr)
 {
   for (tl_waiter_t *w = from; w != NULL; w = w->next)
-    if (w->addr == addr && w->lock_id != 0)
+    if (w->addr == addr && w->gate != TL_GATE_NONE)
       return w;
   return NULL;
 }
@@ -149,20 +150,17 @@ tl__finish(tl_waiter_t *w, tl_state_t state)
   atomic_store(&w->state, state);
 }
 
-/* Removes a waiting `w` and keeps the lock word's waiters bit honest: when
- * the last lock waiter of a word leaves without a grant, the bit is cleared
- * so that the owner can release with a compare-exchange again. Expects
- * b->lock. The word cannot change under us: lock waiters only change it
- * under this lock, and the compare-exchange fast paths fail while the bit is
- * set. */
+static void tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w);
+
+/* Removes a waiting `w` that leaves without a notify or grant (timeout,
+ * cancel). A gate waiter's leaving may let the waiters behind it in, and
+ * the last one's leaving clears the word's waiters bit. Expects b->lock. */
 static void
 tl__remove(tl_bucket_t *b, tl_waiter_t *w)
 {
   tl__unlink(b, w);
-  if (w->lock_id != 0 && tl__next_lock_waiter(b->head, w->addr) == NULL) {
-    _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-    atomic_fetch_and(word, ~TL_LOCK_WAITERS);
-  }
+  if (w->gate != TL_GATE_NONE)
+    tl__gate_after_leave(b, w);
 }
 
 /* Sleeps until `sw` leaves the list. Called with b->lock held and the
@@ -247,11 +245,14 @@ tl__block(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
 }
 
 static void
-tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, uint32_t lock_id)
+tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
+              uint32_t amount)
 {
   sw->base.next = sw->base.prev = NULL;
   sw->base.addr = addr;
-  sw->base.lock_id = lock_id;
+  sw->base.gate = (uint8_t)gate;
+  sw->base.lock_id = id;
+  sw->base.amount = amount;
   atomic_init(&sw->base.state, TL_WAITING);
   sw->base.owner_died = 0;
   sw->base.parked = 0;
@@ -267,7 +268,7 @@ tl_wait(void *addr, int width, int64_t expected, double timeout_ms,
   uint64_t deadline = tl__deadline(timeout_ms);
   tl_sync_waiter_t sw;
 
-  tl__init_sync(&sw, (uintptr_t)addr, 0);
+  tl__init_sync(&sw, (uintptr_t)addr, TL_GATE_NONE, 0, 0);
   tl_mutex_lock(&b->lock);
   /* DoWait steps 20-22: compare under the critical section. */
   if (tl__load(addr, width) != expected) {
@@ -284,7 +285,9 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
 {
   w->next = w->prev = NULL;
   w->addr = 0;
+  w->gate = TL_GATE_NONE;
   w->lock_id = 0;
+  w->amount = 0;
   atomic_init(&w->state, TL_WAITING);
   w->owner_died = 0;
   w->parked = 0;
@@ -299,7 +302,9 @@ tl_wait_async(tl_waiter_t *w, void *addr, int width, int64_t expected,
   tl_bucket_t *b = tl__bucket((uintptr_t)addr);
 
   w->addr = (uintptr_t)addr;
+  w->gate = TL_GATE_NONE;
   w->lock_id = 0;
+  w->amount = 0;
   tl_mutex_lock(&b->lock);
   if (tl__load(addr, width) != expected) {
     tl_mutex_unlock(&b->lock);
@@ -343,7 +348,7 @@ tl_notify(void *addr, int64_t count)
   tl_mutex_lock(&b->lock);
   for (w = b->head; w != NULL && (count < 0 || woken < count); w = next) {
     next = w->next;
-    if (w->addr != (uintptr_t)addr || w->lock_id != 0)
+    if (w->addr != (uintptr_t)addr || w->gate != TL_GATE_NONE)
       continue;
     tl__unlink(b, w);
     tl__finish(w, TL_NOTIFIED);
@@ -433,11 +438,95 @@ tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
 
   if (owner_died)
     next |= TL_LOCK_OWNER_DIED;
-  if (tl__next_lock_waiter(b->head, w->addr) != NULL)
-    next |= TL_LOCK_WAITERS;
+  if (tl__next_gate_waiter(b->head, w->addr) != NULL)
+    next |= TL_GATE_WAITERS;
   atomic_store(word, next);
   w->owner_died = (uint8_t)owner_died;
   tl__finish(w, TL_NOTIFIED);
+}
+
+/* Grants semaphore waiters at the head of the queue on `addr` for as long
+ * as the permits suffice; FIFO means a large request at the head holds back
+ * smaller ones behind it. Expects b->lock. While waiters are queued the
+ * waiters bit is set and the compare-exchange fast paths stay away, so the
+ * stores below cannot lose a concurrent update. */
+static void
+tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)addr;
+
+  for (;;) {
+    tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
+    int32_t v = atomic_load(word);
+    uint32_t avail = (uint32_t)(v & TL_SEM_MASK);
+
+    if (h == NULL) {
+      if (v & TL_GATE_WAITERS)
+        atomic_fetch_and(word, ~TL_GATE_WAITERS);
+      return;
+    }
+    if (avail < h->amount)
+      return;
+    tl__unlink(b, h);
+    v = (int32_t)(avail - h->amount);
+    if (tl__next_gate_waiter(b->head, addr) != NULL)
+      v |= TL_GATE_WAITERS;
+    atomic_store(word, v);
+    tl__finish(h, TL_NOTIFIED);
+  }
+}
+
+/* Grants read-write lock waiters at the head of the queue on `addr`: one
+ * writer once no reader or writer holds it, or every reader up to the next
+ * queued writer. A queued writer thus holds back later readers, so a stream
+ * of readers cannot starve it. Expects b->lock. */
+static void
+tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)addr;
+
+  for (;;) {
+    tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
+    int32_t v = atomic_load(word);
+    int32_t readers = v & TL_RW_MASK;
+
+    if (h == NULL) {
+      if (v & TL_GATE_WAITERS)
+        atomic_fetch_and(word, ~TL_GATE_WAITERS);
+      return;
+    }
+    if ((v & TL_RW_WRITER) || (h->gate == TL_GATE_WRITE && readers != 0))
+      return;
+    tl__unlink(b, h);
+    v = h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
+                                 : readers + 1;
+    if (tl__next_gate_waiter(b->head, addr) != NULL)
+      v |= TL_GATE_WAITERS;
+    atomic_store(word, v);
+    h->owner_died = (uint8_t)owner_died;
+    owner_died = 0;
+    tl__finish(h, TL_NOTIFIED);
+  }
+}
+
+/* Grants what the queue on w->addr can take after `w`, a gate waiter, left
+ * without a grant; when it was the last one, clears the waiters bit so that
+ * the owner can release with a compare-exchange again. Expects b->lock. */
+static void
+tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w)
+{
+  switch (w->gate) {
+  case TL_GATE_LOCK:
+    if (tl__next_gate_waiter(b->head, w->addr) == NULL)
+      atomic_fetch_and((_Atomic int32_t *)w->addr, ~TL_GATE_WAITERS);
+    break;
+  case TL_GATE_SEM:
+    tl__sem_pass(b, w->addr);
+    break;
+  default:
+    tl__rw_pass(b, w->addr, 0);
+    break;
+  }
 }
 
 void
@@ -453,25 +542,36 @@ tl_thread_unregister(uint32_t id)
   }
   tl_mutex_unlock(&tl__registry_lock);
 
-  /* Any lock this id still holds with waiters goes to its first waiter now;
-   * one without waiters is taken over by its next acquirer. A waiter that
-   * enqueues after its bucket was scanned finds the owner unregistered. */
+  /* Any lock or write lock this id still holds with waiters goes to its
+   * first waiter now; one without waiters is taken over by its next
+   * acquirer. A waiter that enqueues after its bucket was scanned finds the
+   * owner unregistered. */
   for (size_t i = 0; i < TL_BUCKET_COUNT; i++) {
     tl_bucket_t *b = &tl__table[i];
     tl_waiter_t *w, *next;
 
     tl_mutex_lock(&b->lock);
     for (w = b->head; w != NULL; w = next) {
+      _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+      int32_t v = atomic_load(word);
+
       next = w->next;
-      if (w->lock_id == 0)
+      if (w->gate == TL_GATE_LOCK) {
+        if ((uint32_t)(v & TL_LOCK_ID_MASK) != id)
+          continue;
+        /* `w` is the first lock waiter on its word: an earlier one would
+         * have been granted already in this pass. */
+        tl__unlink(b, w);
+        tl__grant(b, w, 1);
+      } else if (w->gate == TL_GATE_READ || w->gate == TL_GATE_WRITE) {
+        if (!(v & TL_RW_WRITER) || (uint32_t)(v & TL_RW_MASK) != id)
+          continue;
+        atomic_store(word, v & TL_GATE_WAITERS);
+        tl__rw_pass(b, w->addr, 1);
+      } else {
         continue;
-      int32_t v = atomic_load((_Atomic int32_t *)w->addr);
-      if ((uint32_t)(v & TL_LOCK_ID_MASK) != id)
-        continue;
-      /* `w` is the first lock waiter on its word: any earlier one with the
-       * same address would have been granted already in this pass. */
-      tl__unlink(b, w);
-      tl__grant(b, w, 1);
+      }
+      next = b->head; /* grants may have unlinked more than `w` */
     }
     tl_mutex_unlock(&b->lock);
   }
@@ -484,8 +584,25 @@ static int
 tl__queued(tl_bucket_t *b, tl_waiter_t *w)
 {
   for (tl_waiter_t *q = b->head; q != NULL; q = q->next)
-    if (q->addr == w->addr && q->lock_id == w->lock_id)
+    if (q->addr == w->addr && q->gate != TL_GATE_NONE &&
+        q->lock_id == w->lock_id)
       return 1;
+  return 0;
+}
+
+/* Enqueues `w` after setting the waiters bit of its word, which `v` was
+ * last read as. Returns 0, or -1 when the word changed first (`v` then
+ * holds the new value). Expects b->lock. */
+static int
+tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+
+  if (!(*v & TL_GATE_WAITERS) &&
+      !atomic_compare_exchange_weak(word, v, *v | TL_GATE_WAITERS))
+    return -1;
+  atomic_store(&w->state, TL_WAITING);
+  tl__enqueue(b, w);
   return 0;
 }
 
@@ -510,10 +627,10 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
     if (!allow_self && (owner == w->lock_id || tl__queued(b, w)))
       return TL_EDEADLK;
     if (owner != w->lock_id && !tl_thread_alive(owner)) {
-      tl_waiter_t *first = tl__next_lock_waiter(b->head, w->addr);
+      tl_waiter_t *first = tl__next_gate_waiter(b->head, w->addr);
       if (first == NULL) {
-        /* Nobody queued: take over. Only lock waiters write a word with an
-         * owner set, and they hold this lock, so a plain store is safe. */
+        /* Nobody queued: take over. Gate waiters only write a word with an
+         * owner set under this lock, so a plain store is safe. */
         atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED));
         return TL_RESULT_OWNER_DIED;
       }
@@ -523,31 +640,113 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
       v = atomic_load(word);
       continue;
     }
-    if (atomic_compare_exchange_weak(word, &v, v | TL_LOCK_WAITERS))
-      break;
+    if (tl__gate_enqueue(b, w, &v) == 0)
+      return TL_RESULT_PENDING;
   }
-  atomic_store(&w->state, TL_WAITING);
-  tl__enqueue(b, w);
-  return TL_RESULT_PENDING;
+}
+
+/* Takes `amount` permits, or queues behind earlier requests. */
+static int
+tl__sem_try_enqueue(tl_bucket_t *b, tl_waiter_t *w)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
+  int32_t v = atomic_load(word);
+
+  for (;;) {
+    if (!queued && (uint32_t)(v & TL_SEM_MASK) >= w->amount) {
+      if (atomic_compare_exchange_weak(word, &v, v - (int32_t)w->amount))
+        return TL_RESULT_ACQUIRED;
+      continue;
+    }
+    if (tl__gate_enqueue(b, w, &v) == 0)
+      return TL_RESULT_PENDING;
+  }
+}
+
+/* Takes a read or write lock, or queues. A writer that died holding the
+ * word is cleared out first; the grant that follows says so. */
+static int
+tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int32_t v = atomic_load(word);
+  int took_over = 0;
+
+  for (;;) {
+    int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
+
+    if (v & TL_RW_WRITER) {
+      uint32_t owner = (uint32_t)(v & TL_RW_MASK);
+      if (owner == w->lock_id && !allow_self)
+        return TL_EDEADLK;
+      if (owner != w->lock_id && !tl_thread_alive(owner)) {
+        atomic_store(word, v & TL_GATE_WAITERS);
+        took_over = !queued;
+        tl__rw_pass(b, w->addr, 1);
+        v = atomic_load(word);
+        continue;
+      }
+    } else if (!queued) {
+      int32_t next = w->gate == TL_GATE_READ
+                         ? v + 1
+                         : (int32_t)(TL_RW_WRITER | w->lock_id);
+      if (w->gate == TL_GATE_READ ? (v & TL_RW_MASK) < TL_RW_MASK
+                                  : (v & TL_RW_MASK) == 0) {
+        if (atomic_compare_exchange_weak(word, &v, next))
+          return took_over ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
+        continue;
+      }
+    }
+    if (!allow_self && tl__queued(b, w))
+      return TL_EDEADLK;
+    if (tl__gate_enqueue(b, w, &v) == 0)
+      return TL_RESULT_PENDING;
+  }
+}
+
+static int
+tl__gate_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+{
+  switch (w->gate) {
+  case TL_GATE_LOCK:
+    return tl__lock_try_enqueue(b, w, allow_self);
+  case TL_GATE_SEM:
+    return tl__sem_try_enqueue(b, w);
+  default:
+    return tl__rw_try_enqueue(b, w, allow_self);
+  }
+}
+
+static int
+tl__valid_gate(int gate, uint32_t id, uint32_t amount)
+{
+  if (gate == TL_GATE_SEM)
+    return amount <= TL_SEM_MASK;
+  return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
+          gate == TL_GATE_WRITE) &&
+         id != 0 && id <= TL_LOCK_ID_MASK;
 }
 
 int
-tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
-                const tl_probe_t *probe)
+tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
+                double timeout_ms, const tl_probe_t *probe)
 {
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
   uint64_t deadline = tl__deadline(timeout_ms);
   tl_sync_waiter_t sw;
   int r;
 
-  tl__init_sync(&sw, (uintptr_t)word, id);
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
+  tl__init_sync(&sw, (uintptr_t)word, gate, id, amount);
   tl_mutex_lock(&b->lock);
-  r = tl__lock_try_enqueue(b, &sw.base, 0);
+  r = tl__gate_try_enqueue(b, &sw.base, 0);
   if (r != TL_RESULT_PENDING) {
     tl_mutex_unlock(&b->lock);
     return r;
   }
-  if (deadline != UINT64_MAX && deadline <= tl_now_ns()) {
+  if (deadline <= tl_now_ns()) {
     tl__remove(b, &sw.base);
     tl_mutex_unlock(&b->lock);
     return TL_RESULT_TIMED_OUT;
@@ -560,45 +759,105 @@ tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
 }
 
 int
-tl_lock_acquire_async(tl_waiter_t *w, int32_t *word, uint32_t id)
+tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
+                      uint32_t amount)
 {
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
   int r;
 
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
   w->addr = (uintptr_t)word;
+  w->gate = (uint8_t)gate;
   w->lock_id = id;
+  w->amount = amount;
   w->owner_died = 0;
   tl_mutex_lock(&b->lock);
-  r = tl__lock_try_enqueue(b, w, 1);
+  r = tl__gate_try_enqueue(b, w, 1);
   tl_mutex_unlock(&b->lock);
   return r;
 }
 
 int
-tl_lock_release(int32_t *word, uint32_t id)
+tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
 {
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
   _Atomic int32_t *aword = (_Atomic int32_t *)word;
   tl_waiter_t *first;
   int32_t v;
+  int r = 0;
 
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
   tl_mutex_lock(&b->lock);
   v = atomic_load(aword);
-  if ((uint32_t)(v & TL_LOCK_ID_MASK) != id) {
-    tl_mutex_unlock(&b->lock);
-    return TL_ENOTOWNER;
-  }
-  first = tl__next_lock_waiter(b->head, (uintptr_t)word);
-  if (first == NULL) {
-    atomic_store(aword, 0);
-  } else {
-    /* Direct hand-off keeps the grants in FIFO order: the word never
-     * becomes 0 while a waiter is queued, so nobody can barge in. */
-    tl__unlink(b, first);
-    tl__grant(b, first, 0);
+  switch (gate) {
+  case TL_GATE_LOCK:
+    if ((uint32_t)(v & TL_LOCK_ID_MASK) != id) {
+      r = TL_ENOTOWNER;
+      break;
+    }
+    first = tl__next_gate_waiter(b->head, (uintptr_t)word);
+    if (first == NULL) {
+      atomic_store(aword, 0);
+    } else {
+      /* Direct hand-off keeps the grants in FIFO order: the word never
+       * becomes 0 while a waiter is queued, so nobody can barge in. */
+      tl__unlink(b, first);
+      tl__grant(b, first, 0);
+    }
+    break;
+  case TL_GATE_SEM:
+    /* The fast paths may still run while no waiter is queued. */
+    do {
+      if ((uint32_t)(v & TL_SEM_MASK) + amount > TL_SEM_MASK) {
+        r = TL_EOVERFLOW;
+        break;
+      }
+    } while (!atomic_compare_exchange_weak(aword, &v, v + (int32_t)amount));
+    if (r == 0)
+      tl__sem_pass(b, (uintptr_t)word);
+    break;
+  case TL_GATE_READ:
+    do {
+      if ((v & TL_RW_WRITER) || (v & TL_RW_MASK) == 0) {
+        r = TL_ENOTOWNER;
+        break;
+      }
+    } while (!atomic_compare_exchange_weak(aword, &v, v - 1));
+    if (r == 0)
+      tl__rw_pass(b, (uintptr_t)word, 0);
+    break;
+  default:
+    if (!(v & TL_RW_WRITER) || (uint32_t)(v & TL_RW_MASK) != id) {
+      r = TL_ENOTOWNER;
+      break;
+    }
+    atomic_fetch_and(aword, TL_GATE_WAITERS);
+    tl__rw_pass(b, (uintptr_t)word, 0);
+    break;
   }
   tl_mutex_unlock(&b->lock);
-  return 0;
+  return r;
+}
+
+int
+tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
+                const tl_probe_t *probe)
+{
+  return tl_gate_acquire(word, TL_GATE_LOCK, id, 0, timeout_ms, probe);
+}
+
+int
+tl_lock_acquire_async(tl_waiter_t *w, int32_t *word, uint32_t id)
+{
+  return tl_gate_acquire_async(w, word, TL_GATE_LOCK, id, 0);
+}
+
+int
+tl_lock_release(int32_t *word, uint32_t id)
+{
+  return tl_gate_release(word, TL_GATE_LOCK, id, 0);
 }
 
 #ifndef NDEBUG
@@ -616,8 +875,8 @@ tl_check_table(void)
       assert(w->prev == prev);
       assert(atomic_load(&w->state) == TL_WAITING);
       assert(tl__bucket(w->addr) == b);
-      if (w->lock_id != 0)
-        assert(atomic_load((_Atomic int32_t *)w->addr) & TL_LOCK_WAITERS);
+      if (w->gate != TL_GATE_NONE)
+        assert(atomic_load((_Atomic int32_t *)w->addr) & TL_GATE_WAITERS);
       prev = w;
       n++;
     }

@@ -25,6 +25,8 @@ enum {
 /* Errors (negative). */
 #define TL_EDEADLK (-35) /* the caller owns the lock or is queued for it */
 #define TL_ENOTOWNER (-1) /* release by a thread that is not the owner */
+#define TL_EINVAL (-22)   /* a bad gate, id or amount */
+#define TL_EOVERFLOW (-75) /* a release beyond TL_SEM_MASK permits */
 
 /* Lock word layout: 0 is free; otherwise the low 29 bits hold the owner's
  * id (a thread id plus one, never 0), TL_LOCK_OWNER_DIED says that the
@@ -35,6 +37,27 @@ enum {
 #define TL_LOCK_WAITERS 0x40000000
 #define TL_LOCK_OWNER_DIED 0x20000000
 #define TL_LOCK_ID_MASK 0x1fffffff
+
+/* Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
+ * waiters bit: while it is set only the core changes the word. */
+#define TL_GATE_WAITERS TL_LOCK_WAITERS
+
+/* Semaphore word: the permits available in the low 30 bits. */
+#define TL_SEM_MASK 0x3fffffff
+
+/* Read-write lock word: with TL_RW_WRITER set, the writer's id in the low
+ * 29 bits; otherwise the number of readers there. */
+#define TL_RW_WRITER 0x20000000
+#define TL_RW_MASK 0x1fffffff
+
+/* What a gate waiter waits to take. */
+enum {
+  TL_GATE_NONE = 0,  /* a plain wait, woken by tl_notify */
+  TL_GATE_LOCK = 1,  /* the lock, for lock_id */
+  TL_GATE_SEM = 2,   /* `amount` permits */
+  TL_GATE_READ = 3,  /* a read lock */
+  TL_GATE_WRITE = 4  /* the write lock, for lock_id */
+};
 
 typedef enum tl_state {
   TL_WAITING = 0,
@@ -62,7 +85,9 @@ struct tl_waiter_s {
   tl_waiter_t *next; /* protected by the bucket lock */
   tl_waiter_t *prev; /* protected by the bucket lock */
   uintptr_t addr;    /* set before enqueue; immutable while linked */
-  uint32_t lock_id;  /* 0 for a plain waiter, else the id to grant to */
+  uint32_t lock_id;  /* gate waiters: the requesting thread's id */
+  uint32_t amount;   /* semaphore waiters: the permits requested */
+  uint8_t gate;      /* TL_GATE_*; immutable while linked */
   _Atomic int state; /* tl_state_t; written only under the bucket lock */
   uint8_t owner_died; /* lock waiters: set under the lock with NOTIFIED */
   uint8_t parked;    /* sync waiters: protected by the bucket lock */
@@ -106,6 +131,15 @@ int tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
                     const tl_probe_t *probe);
 int tl_lock_acquire_async(tl_waiter_t *w, int32_t *word, uint32_t id);
 int tl_lock_release(int32_t *word, uint32_t id);
+
+/* The same for every gate kind: `gate` is a TL_GATE_* other than NONE,
+ * `amount` the permits of a semaphore request (0 otherwise). Release
+ * returns 0, TL_ENOTOWNER or TL_EOVERFLOW; grants go in FIFO order. */
+int tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
+                    double timeout_ms, const tl_probe_t *probe);
+int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate,
+                          uint32_t id, uint32_t amount);
+int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 
 /* The registry of live lock owners. Unregistering hands every lock the id
  * still holds to its first waiter, marked as taken from a dead owner. */
