@@ -561,38 +561,6 @@ tl__track(napi_env env, tl_env_t *e, tl_async_t *n)
   return promise;
 }
 
-/* waitAsync(ta, index, value, timeoutMs, ref) -> code or Promise. */
-static napi_value
-tl_napi_wait_async(napi_env env, napi_callback_info info)
-{
-  napi_value argv[5];
-  tl_env_t *e = tl__env(env);
-  tl_async_t *n;
-  void *addr;
-  int width, r;
-  int64_t expected;
-  double timeout;
-  bool ref;
-
-  TL_GET_ARGS(env, info, 5, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0 ||
-      tl__expected(env, argv[2], width, &expected) != 0)
-    return NULL;
-  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
-  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
-  n = tl__new_async(env, e, argv[0], timeout, ref, 0);
-  if (n == NULL)
-    return NULL;
-  r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
-  if (r != TL_RESULT_PENDING) {
-    napi_delete_reference(env, n->keep);
-    free(n);
-    return tl__int(env, r);
-  }
-  /* The waiter is in the table now and may be notified at any moment; the
-   * node still belongs to this thread until it is resolved here. */
-  return tl__track(env, e, n);
-}
 
 /* waiterCount(ta, index) -> waiters enqueued on that element. */
 static napi_value
@@ -706,6 +674,23 @@ tl__token_finalize(napi_env env, void *data, void *hint)
     n->has_token = 0; /* the node frees itself when it is retired */
 }
 
+/* Returns [promise, token] for a request whose node `n` can be cancelled
+ * from JavaScript; the token's finalizer frees the node once both are done
+ * with it. */
+static napi_value
+tl__with_token(napi_env env, tl_async_t *n, napi_value promise)
+{
+  napi_value token, pair;
+
+  n->has_token = 1;
+  TL_NAPI_CALL(env,
+               napi_create_external(env, n, tl__token_finalize, NULL, &token));
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, 2, &pair));
+  TL_NAPI_CALL(env, napi_set_element(env, pair, 0, promise));
+  TL_NAPI_CALL(env, napi_set_element(env, pair, 1, token));
+  return pair;
+}
+
 /* Starts an async gate request and returns its code, or a Promise of a
  * code, or [Promise, token] when `with_token` is set. */
 static napi_value
@@ -713,7 +698,7 @@ tl__gate_async(napi_env env, napi_value ta, void *addr, int32_t gate,
                uint32_t id, uint32_t amount, double timeout, bool ref,
                bool with_token)
 {
-  napi_value promise, token, pair;
+  napi_value promise;
   tl_env_t *e = tl__env(env);
   tl_async_t *n;
   int r;
@@ -730,13 +715,7 @@ tl__gate_async(napi_env env, napi_value ta, void *addr, int32_t gate,
   promise = tl__track(env, e, n);
   if (promise == NULL || !with_token)
     return promise;
-  n->has_token = 1;
-  TL_NAPI_CALL(env,
-               napi_create_external(env, n, tl__token_finalize, NULL, &token));
-  TL_NAPI_CALL(env, napi_create_array_with_length(env, 2, &pair));
-  TL_NAPI_CALL(env, napi_set_element(env, pair, 0, promise));
-  TL_NAPI_CALL(env, napi_set_element(env, pair, 1, token));
-  return pair;
+  return tl__with_token(env, n, promise);
 }
 
 /* gateAcquireAsync(i32, index, gate, id, amount, timeoutMs, ref, withToken)
@@ -784,8 +763,48 @@ tl_napi_lock_acquire_async(napi_env env, napi_callback_info info)
                         with_token);
 }
 
-/* lockCancel(token) -> true if the request was withdrawn before a grant;
- * its promise then resolves with TL_RESULT_INTERRUPTED. */
+/* waitAsync(ta, index, value, timeoutMs, ref, withToken) -> code, or a
+ * Promise, or [Promise, token] when withToken is set. */
+static napi_value
+tl_napi_wait_async(napi_env env, napi_callback_info info)
+{
+  napi_value argv[6], promise;
+  tl_env_t *e = tl__env(env);
+  tl_async_t *n;
+  void *addr;
+  int width, r;
+  int64_t expected;
+  double timeout;
+  bool ref, with_token;
+
+  TL_GET_ARGS(env, info, 6, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0 ||
+      tl__expected(env, argv[2], width, &expected) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
+  TL_NAPI_CALL(env, napi_coerce_to_bool(env, argv[5], &argv[5]));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
+  n = tl__new_async(env, e, argv[0], timeout, ref, 0);
+  if (n == NULL)
+    return NULL;
+  r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
+  if (r != TL_RESULT_PENDING) {
+    napi_delete_reference(env, n->keep);
+    free(n);
+    return tl__int(env, r);
+  }
+  /* The waiter is in the table now and may be notified at any moment; the
+   * node still belongs to this thread until it is resolved here. */
+  promise = tl__track(env, e, n);
+  if (promise == NULL || !with_token)
+    return promise;
+  return tl__with_token(env, n, promise);
+}
+
+/* cancel(token) -> true if the request (a wait or a gate request) was
+ * withdrawn before a notify or grant; its promise then resolves with
+ * TL_RESULT_INTERRUPTED, which the caller ignores. */
 static napi_value
 tl_napi_lock_cancel(napi_env env, napi_callback_info info)
 {
@@ -953,6 +972,7 @@ NAPI_MODULE_INIT()
     { "lockAcquire", tl_napi_lock_acquire },
     { "lockAcquireAsync", tl_napi_lock_acquire_async },
     { "lockCancel", tl_napi_lock_cancel },
+    { "cancel", tl_napi_lock_cancel },
     { "lockRelease", tl_napi_lock_release },
     { "gateAcquire", tl_napi_gate_acquire },
     { "gateAcquireAsync", tl_napi_gate_acquire_async },
