@@ -1,0 +1,118 @@
+import { expectAssignable, expectError, expectNotAssignable, expectType } from 'tsd'
+import {
+  AbortError,
+  AsyncLock,
+  AsyncLockHandle,
+  LockError,
+  LockErrorCode,
+  Release,
+  WaitAsyncResult,
+  WaitResult,
+  notify,
+  wait,
+  waitAsync,
+  waiterCount
+} from '.'
+import * as threadlock from '.'
+
+const sab = new SharedArrayBuffer(16)
+const i32 = new Int32Array(sab)
+const i64 = new BigInt64Array(sab)
+
+// wait: a number for Int32Array, a bigint for BigInt64Array.
+expectType<WaitResult>(wait(i32, 0, 0))
+expectType<WaitResult>(wait(i32, 0, 0, 100))
+expectType<WaitResult>(wait(i64, 0, 0n))
+expectType<WaitResult>(wait(i64, 0, 0n, Infinity))
+expectError(wait(i32, 0, 0n))
+expectError(wait(i64, 0, 0))
+expectError(wait(new Uint8Array(sab), 0, 0))
+expectError(wait(i32, 0))
+expectAssignable<WaitResult>('ok')
+expectAssignable<WaitResult>('not-equal')
+expectAssignable<WaitResult>('timed-out')
+expectNotAssignable<WaitResult>('woken')
+
+// notify and waiterCount take either array type.
+expectType<number>(notify(i32, 0))
+expectType<number>(notify(i64, 1, 2))
+expectError(notify(new Float64Array(2), 0))
+expectType<number>(waiterCount(i32, 0))
+expectType<number>(waiterCount(i64, 0))
+
+// waitAsync: a union narrowed by `async`.
+const r = waitAsync(i32, 0, 0, 10, { ref: false })
+expectType<WaitAsyncResult>(r)
+expectType<WaitAsyncResult>(waitAsync(i64, 0, 0n))
+expectError(waitAsync(i64, 0, 0))
+expectError(waitAsync(i32, 0, 0, 10, { ref: 'no' }))
+if (r.async) {
+  expectType<Promise<'ok' | 'timed-out'>>(r.value)
+} else {
+  expectType<'not-equal' | 'timed-out'>(r.value)
+}
+
+// AsyncLock: construction and handles.
+const lock = new AsyncLock()
+expectType<AsyncLock>(new AsyncLock(sab, 4))
+expectError(new AsyncLock(new ArrayBuffer(4)))
+expectType<AsyncLockHandle>(lock.handle)
+expectType<AsyncLock>(AsyncLock.from(lock.handle))
+expectType<AsyncLock>(AsyncLock.from({ buffer: sab }))
+expectError(AsyncLock.from({ byteOffset: 0 }))
+expectType<SharedArrayBuffer>(lock.buffer)
+expectType<number>(lock.byteOffset)
+expectType<boolean>(lock.locked)
+expectType<number | null>(lock.owner)
+expectType<number>(lock.waiting)
+expectType<boolean>(lock.ownerDied)
+expectError((lock.locked = true))
+
+// The blocking API.
+expectType<void>(lock.lock())
+expectType<void>(lock.lock({ timeout: 50 }))
+expectError(lock.lock({ timeout: '50' }))
+expectType<boolean>(lock.tryLock())
+expectType<void>(lock.unlock())
+
+// The promise API.
+expectType<Promise<Release>>(lock.acquire())
+expectType<Promise<Release>>(lock.acquire({ timeout: 10, signal: AbortSignal.timeout(5), ref: false }))
+expectType<Promise<Release>>(lock.acquire({ blocking: false }))
+expectError(lock.acquire({ blocking: false, timeout: 10 }))
+expectError(lock.acquire({ signal: 'stop' }))
+
+async function promiseApi (): Promise<void> {
+  const release = await lock.acquire()
+  expectType<void>(release())
+  expectType<boolean>(release.ownerDied)
+  expectType<() => void>(release[Symbol.dispose])
+  {
+    using held = await lock.acquire()
+    expectType<Release>(held)
+  }
+  expectType<number>(await lock.runExclusive(() => 42))
+  expectType<string>(await lock.runExclusive(async () => 'done', { timeout: 100 }))
+  expectType<number>(await lock.executeLocked(async () => 1))
+  expectError(lock.runExclusive(42))
+  expectError(lock.executeLocked(() => 1, { timeout: 1 }))
+}
+expectType<() => Promise<void>>(promiseApi)
+
+// Errors.
+const e = new LockError('EBUSY', 'held')
+expectType<LockErrorCode>(e.code)
+expectType<'LockError'>(e.name)
+expectAssignable<Error>(e)
+expectError(new LockError('EAGAIN'))
+expectType<'ETIMEDOUT'>(LockError.codes.ETIMEDOUT)
+expectType<'EOWNERDEAD'>(LockError.codes.EOWNERDEAD)
+const a = new AbortError('stopped', { cause: 'reason' })
+expectType<'AbortError'>(a.name)
+expectType<'ABORT_ERR'>(a.code)
+expectType<unknown>(a.cause)
+expectAssignable<Error>(a)
+
+// The namespace holds exactly the documented exports.
+expectType<typeof wait>(threadlock.wait)
+expectType<typeof AsyncLock>(threadlock.AsyncLock)
