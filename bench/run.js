@@ -1,0 +1,458 @@
+'use strict'
+
+// Runs threadlock and its anchors side by side in one process, alternating
+// which one goes first in each round, and prints Markdown tables: per row the
+// median and min–max of each, the ratio threadlock / anchor, the target and
+// whether it is met; then how the costs grow with the number of waiters and
+// threads; then rows 1, 2 and 5 under several spin settings.
+//
+//   node --expose-gc bench/run.js [--quick] [--only=1,3] [--spin=N]
+//                                 [--no-scaling] [--no-sweep]
+//
+// --quick     fewer rounds and shorter samples; the main table only
+// --only=...  rows whose number starts with one of these (and the scaling
+//             and spin sections that belong to them)
+// --spin=N    threadlock's sync-wait spin for the main table (default: the
+//             binding's own default)
+//
+// Progress goes to stderr, and only when stderr is a terminal.
+
+const os = require('os')
+const { spawnSync } = require('child_process')
+
+if (typeof global.gc !== 'function') {
+  // Bytes per waiter needs a full gc: run again with it exposed.
+  const r = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, __filename,
+    ...process.argv.slice(2)], { stdio: 'inherit' })
+  process.exit(r.status === null ? 1 : r.status)
+}
+
+const { median, setSpin, summary } = require('./common')
+
+// Command line.
+
+function parseArgs (argv) {
+  const opts = { quick: false, only: null, spin: null, scaling: true, sweep: true }
+  for (const a of argv) {
+    if (a === '--quick') opts.quick = true
+    else if (a === '--no-scaling') opts.scaling = false
+    else if (a === '--no-sweep') opts.sweep = false
+    else if (a.startsWith('--only=')) opts.only = a.slice(7).split(',').filter(Boolean)
+    else if (a.startsWith('--spin=')) opts.spin = Number(a.slice(7))
+    else if (a === '--help' || a === '-h') {
+      process.stdout.write('usage: node --expose-gc bench/run.js [--quick] [--only=1,3] ' +
+        '[--spin=N] [--no-scaling] [--no-sweep]\n')
+      process.exit(0)
+    } else {
+      process.stderr.write(`bench: unknown option ${a}\n`)
+      process.exit(2)
+    }
+  }
+  if (opts.spin !== null && !(Number.isInteger(opts.spin) && opts.spin >= 0)) {
+    process.stderr.write('bench: --spin must be a nonnegative integer\n')
+    process.exit(2)
+  }
+  if (opts.quick) {
+    opts.scaling = false
+    opts.sweep = false
+  }
+  return opts
+}
+
+const opts = parseArgs(process.argv.slice(2))
+const quick = opts.quick
+
+function selected (id) {
+  return opts.only === null || opts.only.some((o) => id.startsWith(o))
+}
+
+// Progress.
+
+const tty = process.stderr.isTTY
+function progress (text) {
+  if (tty) process.stderr.write(`\r\x1b[K${text}`)
+}
+function progressDone () {
+  if (tty) process.stderr.write('\r\x1b[K')
+}
+
+// Formatting.
+
+function fmt (x) {
+  if (x === Infinity) return '∞'
+  if (!Number.isFinite(x)) return String(x)
+  const a = Math.abs(x)
+  if (a >= 1e6) return `${(x / 1e6).toFixed(a >= 1e8 ? 0 : a >= 1e7 ? 1 : 2)}M`
+  if (a >= 1e4) return `${(x / 1e3).toFixed(a >= 1e5 ? 0 : 1)}k`
+  if (a >= 100) return x.toFixed(0)
+  if (a >= 10) return x.toFixed(1)
+  if (a >= 1) return x.toFixed(2)
+  return x.toFixed(3)
+}
+
+function fmtSummary (s) {
+  return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`
+}
+
+function table (header, rows) {
+  const all = [header, ...rows]
+  const widths = header.map((_, c) => Math.max(...all.map((r) => String(r[c]).length)))
+  const line = (r) => `| ${r.map((cell, c) => String(cell).padEnd(widths[c])).join(' | ')} |`
+  const out = [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`]
+  for (const r of rows) out.push(line(r))
+  return out.join('\n') + '\n'
+}
+
+// The main table. Each row opens a session (workers, buffers), then takes
+// `rounds` samples of each implementation, alternating which goes first,
+// after `warmup` unrecorded rounds. A sample is one number or an object of
+// named metrics.
+
+const R = quick ? 3 : 7
+
+const ROWS = [
+  {
+    id: '1',
+    workload: 'wait/notify round trip between two workers',
+    anchor: 'Atomics',
+    impls: ['threadlock', 'atomics'],
+    open: () => require('./roundtrip').open({ pairs: 1 }),
+    args: [quick ? 3000 : 10000],
+    metrics: [{ label: 'µs per round trip', target: 1.0 }]
+  },
+  {
+    id: '2',
+    workload: 'main-thread await waitAsync woken by a worker (worker polls)',
+    anchor: 'Atomics',
+    impls: ['threadlock', 'atomics'],
+    open: () => require('./waitasync').open({ workers: 1, mode: 'poll' }),
+    args: [quick ? 2000 : 5000],
+    metrics: [{ label: 'µs per wake-up', target: 0.7 }]
+  },
+  {
+    id: '2w',
+    workload: 'as 2, the worker sleeps in wait() and is notified (round trip)',
+    anchor: 'Atomics',
+    impls: ['threadlock', 'atomics'],
+    open: () => require('./waitasync').open({ workers: 1, mode: 'wait' }),
+    args: [quick ? 2000 : 5000],
+    metrics: [{ label: 'µs per round trip' }]
+  },
+  {
+    id: '3',
+    workload: '100,000 pending waitAsync on one address',
+    anchor: 'Atomics',
+    impls: ['threadlock', 'atomics'],
+    open: () => require('./many-waiters').open({ N: 100000 }),
+    args: [],
+    warmup: 0,
+    rounds: quick ? 3 : 5,
+    metrics: [
+      { key: 'createMs', label: 'create, ms', target: 1.0 },
+      { key: 'wakeMs', label: 'notify all → all settled, ms', target: 0.5 },
+      { key: 'rssBytes', label: 'rss bytes per waiter', target: 0.5 },
+      { key: 'heapBytes', label: 'heapUsed+external bytes per waiter', target: 0.5 }
+    ]
+  },
+  {
+    id: '3t',
+    workload: 'as 3, each wait with a 60 s timeout',
+    anchor: 'Atomics',
+    impls: ['threadlock', 'atomics'],
+    open: () => require('./many-waiters').open({ N: 100000, timeout: 60000 }),
+    args: [],
+    warmup: 0,
+    rounds: quick ? 3 : 5,
+    metrics: [
+      { key: 'createMs', label: 'create, ms' },
+      { key: 'wakeMs', label: 'notify all → all settled, ms' },
+      { key: 'rssBytes', label: 'rss bytes per waiter' }
+    ]
+  },
+  {
+    id: '4',
+    workload: 'uncontended lock() + unlock(), main thread',
+    anchor: 'blog lock',
+    impls: ['threadlock', 'blog'],
+    open: () => require('./uncontended').open({ n: quick ? 300000 : 1000000 }),
+    args: [],
+    rounds: quick ? 5 : 11,
+    metrics: [{ label: 'ns per lock+unlock', target: 1.2 }]
+  },
+  {
+    id: '5',
+    workload: 'contended executeLocked, main + 3 workers, fixed time',
+    anchor: 'blog lock',
+    impls: ['threadlock', 'blog'],
+    open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500 }),
+    args: [],
+    rounds: quick ? 3 : 5,
+    metrics: [
+      { key: 'throughput', label: 'throughput, ops/s', higher: true, target: 1.0 },
+      { key: 'fairness', label: 'fairness, max/min share', absolute: 2 }
+    ]
+  },
+  {
+    id: '5s',
+    workload: 'as 5, the workers use blocking lock()/unlock()',
+    anchor: 'blog lock',
+    impls: ['threadlock', 'blog'],
+    open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500, mode: 'sync' }),
+    args: [],
+    rounds: quick ? 3 : 5,
+    metrics: [
+      { key: 'throughput', label: 'throughput, ops/s', higher: true },
+      { key: 'fairness', label: 'fairness, max/min share' }
+    ]
+  },
+  {
+    id: '6',
+    workload: 'in-thread runExclusive, sequential awaits',
+    anchor: 'async-mutex',
+    impls: ['threadlock', 'async-mutex'],
+    open: () => require('./in-thread').open({ kind: 'sequential', n: quick ? 50000 : 200000 }),
+    args: [],
+    metrics: [{ label: 'ns per runExclusive', target: 1.0 }]
+  },
+  {
+    id: '6b',
+    workload: 'in-thread runExclusive, bursts of 64 queued calls',
+    anchor: 'async-mutex',
+    impls: ['threadlock', 'async-mutex'],
+    open: () => require('./in-thread').open({ kind: 'burst', n: quick ? 6400 : 25600, burst: 64 }),
+    args: [],
+    metrics: [{ label: 'ns per runExclusive', target: 1.0 }]
+  }
+]
+
+function asMetrics (x) {
+  return typeof x === 'number' ? { value: x } : x
+}
+
+// Takes alternating samples; returns { impl: { key: [values] } }.
+async function measure (label, session, impls, args, rounds, warmup) {
+  const samples = {}
+  for (const impl of impls) samples[impl] = {}
+  for (let r = -warmup; r < rounds; r++) {
+    const order = r % 2 === 0 ? impls : [...impls].reverse()
+    for (const impl of order) {
+      progress(`${label}: ${r < 0 ? 'warm-up' : `round ${r + 1}/${rounds}`}, ${impl}`)
+      const m = asMetrics(await session.sample(impl, ...args))
+      if (r < 0) continue
+      for (const [k, v] of Object.entries(m)) (samples[impl][k] ||= []).push(v)
+    }
+  }
+  return samples
+}
+
+function verdict (metric, tl, anchor) {
+  const ratio = tl.median / anchor.median
+  if (metric.absolute !== undefined) {
+    return { ratio, target: `≤ ${metric.absolute} (threadlock)`, ok: tl.median <= metric.absolute }
+  }
+  if (metric.target === undefined) return { ratio, target: '—', ok: null }
+  const t = metric.target.toFixed(1)
+  if (metric.higher) return { ratio, target: `≥ ${t}`, ok: ratio >= metric.target }
+  return { ratio, target: `≤ ${t}`, ok: ratio <= metric.target }
+}
+
+async function runTable () {
+  const out = []
+  const misses = []
+  for (const row of ROWS) {
+    if (!selected(row.id)) continue
+    const [tlName, anchorName] = row.impls
+    let session
+    try {
+      progress(`row ${row.id}: starting`)
+      session = await row.open()
+      const samples = await measure(`row ${row.id}`, session, row.impls, row.args,
+        row.rounds || R, row.warmup === undefined ? 1 : row.warmup)
+      for (const metric of row.metrics) {
+        const key = metric.key || 'value'
+        const tl = summary(samples[tlName][key])
+        const an = summary(samples[anchorName][key])
+        const v = verdict(metric, tl, an)
+        const mark = v.ok === null ? '' : v.ok ? 'pass' : 'MISS'
+        if (v.ok === false) misses.push(`${row.id} ${metric.label}`)
+        out.push([row.id, row.workload, metric.label, fmtSummary(tl),
+          `${fmtSummary(an)} ${row.anchor}`, fmt(v.ratio), v.target, mark])
+      }
+    } catch (err) {
+      out.push([row.id, row.workload, 'error', String(err.message).split('\n')[0], '', '', '', 'ERROR'])
+      misses.push(`${row.id} error`)
+    } finally {
+      if (session) await session.close()
+    }
+  }
+  progressDone()
+  process.stdout.write(`\n## Side by side (${quick ? 'quick, ' : ''}median (min–max) of ` +
+    `${R} rounds unless noted; rows 3/3t/5: ${quick ? 3 : 5}, row 4: ${quick ? 5 : 11})\n\n`)
+  process.stdout.write(table(['#', 'workload', 'metric', 'threadlock', 'anchor', 'ratio', 'target', ''], out))
+  process.stdout.write(misses.length
+    ? `\nmissed: ${misses.join('; ')}\n`
+    : '\nall targets met\n')
+}
+
+// Scaling: pending waiters, and threads on the contended lock.
+
+async function runWaiterScaling () {
+  const mw = require('./many-waiters')
+  const rows = []
+  for (const N of [1000, 10000, 100000, 1000000]) {
+    const session = await mw.open({ N })
+    const rounds = N >= 1000000 ? 3 : 5
+    const s = await measure(`waiters ${N}`, session, ['threadlock', 'atomics'], [], rounds, 0)
+    const m = (impl, k) => median(s[impl][k])
+    rows.push([N.toLocaleString('en-US'),
+      fmt(m('threadlock', 'createNs')), fmt(m('atomics', 'createNs')),
+      fmt(m('threadlock', 'createNs') / m('atomics', 'createNs')),
+      fmt(m('threadlock', 'wakeNs')), fmt(m('atomics', 'wakeNs')),
+      fmt(m('threadlock', 'wakeNs') / m('atomics', 'wakeNs')),
+      fmt(m('threadlock', 'rssBytes')), fmt(m('atomics', 'rssBytes')),
+      fmt(m('threadlock', 'heapBytes')), fmt(m('atomics', 'heapBytes'))])
+  }
+  progressDone()
+  process.stdout.write('\n## Scaling: N pending waitAsync on one address (medians; per waiter)\n\n')
+  process.stdout.write(table(['N', 'create ns tl', 'create ns Atomics', 'ratio',
+    'wake ns tl', 'wake ns Atomics', 'ratio', 'rss B tl', 'rss B Atomics',
+    'heap+ext B tl', 'heap+ext B Atomics'], rows))
+  process.stdout.write('\n(bytes at N = 1,000 are within the noise of page-sized growth)\n')
+}
+
+async function runThreadScaling () {
+  const contended = require('./contended')
+  const rows = []
+  for (const threads of [1, 2, 4, 8]) {
+    for (const mode of ['async', 'sync']) {
+      if (threads === 1 && mode === 'sync') continue
+      const session = await contended.open({ threads, durationMs: 300, mode })
+      const s = await measure(`threads ${threads} ${mode}`, session, ['threadlock', 'blog'], [], 3, 0)
+      await session.close()
+      const m = (impl, k) => median(s[impl][k])
+      rows.push([threads, mode, fmt(m('threadlock', 'throughput')), fmt(m('blog', 'throughput')),
+        fmt(m('threadlock', 'throughput') / m('blog', 'throughput')),
+        fmt(m('threadlock', 'fairness')), fmt(m('blog', 'fairness'))])
+    }
+  }
+  progressDone()
+  process.stdout.write('\n## Scaling: threads on the contended lock (medians of 3 × 300 ms)\n\n')
+  process.stdout.write('mode async: every thread uses executeLocked; sync: the workers use lock()/unlock()\n\n')
+  process.stdout.write(table(['threads', 'mode', 'ops/s tl', 'ops/s blog', 'ratio',
+    'fairness tl', 'fairness blog'], rows))
+}
+
+// Spin sweep: threadlock under several spin settings against the anchor,
+// with 2, 4 and 8 threads. Settings are rotated between rounds.
+
+const SPINS = [0, 200, 1000, 4000]
+
+async function sweep (title, unit, higher, configs, anchorName) {
+  const rows = []
+  const rel = SPINS.map(() => [])
+  for (const c of configs) {
+    const session = await c.open()
+    const tl = SPINS.map(() => [])
+    const an = []
+    const rounds = 3
+    for (let r = -1; r < rounds; r++) {
+      const order = SPINS.map((_, k) => (k + Math.max(r, 0)) % SPINS.length)
+      for (const k of order) {
+        setSpin(SPINS[k])
+        progress(`spin sweep ${title} ${c.label}: spin ${SPINS[k]}, round ${r + 1}`)
+        const v = await c.sample(session, 'threadlock')
+        if (r >= 0) tl[k].push(v)
+      }
+      const v = await c.sample(session, anchorName)
+      if (r >= 0) an.push(v)
+    }
+    await session.close()
+    const meds = tl.map(median)
+    const best = meds.reduce((b, v, k) => ((higher ? v > meds[b] : v < meds[b]) ? k : b), 0)
+    meds.forEach((v, k) => rel[k].push(v / meds[0]))
+    rows.push([c.label, ...meds.map((v, k) => (k === best ? `**${fmt(v)}**` : fmt(v))),
+      fmt(median(an)), SPINS[best]])
+  }
+  setSpin(opts.spin === null ? 0 : opts.spin)
+  progressDone()
+  process.stdout.write(`\n### ${title} (${unit}, medians of 3)\n\n`)
+  process.stdout.write(table(['threads', ...SPINS.map((s) => `spin ${s}`), anchorName, 'best'], rows))
+  return rel
+}
+
+async function runSpinSweep () {
+  const roundtrip = require('./roundtrip')
+  const waitasync = require('./waitasync')
+  const contended = require('./contended')
+  process.stdout.write('\n## Spin sweep (threadlock with binding.setSpin(n); the anchors do not spin)\n')
+  const rels = []
+  if (selected('1')) {
+    rels.push(['row 1', false, await sweep('row 1: wait/notify round trip', 'µs', false,
+      [1, 2, 4].map((pairs) => ({
+        label: `${2 * pairs} (${pairs} pair${pairs > 1 ? 's' : ''})`,
+        open: () => roundtrip.open({ pairs }),
+        sample: (s, impl) => s.sample(impl, 3000)
+      })), 'atomics')])
+  }
+  if (selected('2')) {
+    rels.push(['row 2w', false, await sweep('row 2w: main awaits waitAsync, workers sleep in wait()', 'µs per iteration', false,
+      [1, 3, 7].map((workers) => ({
+        label: `${workers + 1} (main + ${workers})`,
+        open: () => waitasync.open({ workers, mode: 'wait' }),
+        sample: (s, impl) => s.sample(impl, 1500)
+      })), 'atomics')])
+  }
+  if (selected('5')) {
+    for (const mode of ['sync', 'async']) {
+      rels.push([`row 5 ${mode}`, true, await sweep(`row 5 (${mode}): contended lock throughput`, 'ops/s', true,
+        [2, 4, 8].map((threads) => ({
+          label: String(threads),
+          open: () => contended.open({ threads, durationMs: 250, mode }),
+          sample: async (s, impl) => (await s.sample(impl)).throughput
+        })), 'blog')])
+    }
+  }
+  // One number per setting: the geometric mean, over every row and thread
+  // count above, of the time relative to spin 0 (throughput inverted).
+  const score = SPINS.map((_, k) => {
+    let logSum = 0
+    let count = 0
+    for (const [, higher, rel] of rels) {
+      for (const x of rel[k]) {
+        logSum += Math.log(higher ? 1 / x : x)
+        count++
+      }
+    }
+    return count ? Math.exp(logSum / count) : NaN
+  })
+  const best = score.reduce((b, v, k) => (v < score[b] ? k : b), 0)
+  process.stdout.write('\n### Spin setting, all of the above (geometric mean of time relative to spin 0; lower is better)\n\n')
+  process.stdout.write(table(SPINS.map((s) => `spin ${s}`), [score.map(fmt)]))
+  process.stdout.write(`\nbest: spin ${SPINS[best]}\n`)
+}
+
+async function main () {
+  // The built-in waitAsync does not keep the event loop alive on its own.
+  const keepAlive = setInterval(() => {}, 1 << 30)
+  if (opts.spin !== null) setSpin(opts.spin)
+  const cpus = os.cpus()
+  process.stdout.write(`# threadlock benchmarks\n\nnode ${process.version}, ${os.platform()} ${os.arch()}, ` +
+    `${cpus.length} × ${cpus[0] ? cpus[0].model.trim() : 'unknown cpu'}, ` +
+    `${Math.round(os.totalmem() / 2 ** 30)} GiB; spin: ${opts.spin === null ? 'binding default' : opts.spin}` +
+    `${quick ? '; --quick' : ''}\n`)
+  const t0 = Date.now()
+  await runTable()
+  if (opts.scaling) {
+    if (selected('3')) await runWaiterScaling()
+    if (selected('5')) await runThreadScaling()
+  }
+  if (opts.sweep && (selected('1') || selected('2') || selected('5'))) await runSpinSweep()
+  process.stdout.write(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s)\n`)
+  clearInterval(keepAlive)
+}
+
+main().catch((err) => {
+  progressDone()
+  process.stderr.write(`${err && err.stack ? err.stack : err}\n`)
+  process.exitCode = 1
+})
