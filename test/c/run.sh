@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds every test/c/<behaviour>.c together with src/waiters.c three ways
+# (plain, ThreadSanitizer, AddressSanitizer + UndefinedBehaviorSanitizer),
+# runs them all, and fails on any failed test or sanitizer report.
+#
+# Usage: test/c/run.sh [test ...]     (default: every test/c/*.c)
+# Environment: TL_VARIANTS (default "plain tsan asan"), CC (plain build),
+# and the tests' own settings (TL_STRESS_N, TL_SEED, ...).
+set -u
+cd "$(dirname "$0")/../.."
+
+out=test/c/build
+variants=${TL_VARIANTS:-plain tsan asan}
+
+# CI starts from a fresh machine; install only what is missing.
+if ! pkg-config --exists libuv 2>/dev/null || ! command -v clang >/dev/null; then
+  sudo=
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update &&
+    $sudo apt-get install -y libuv1-dev clang libclang-rt-14-dev pkg-config ||
+    { echo "run.sh: cannot install libuv1-dev and clang" >&2; exit 2; }
+fi
+
+cflags="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Isrc"
+cflags="$cflags $(pkg-config --cflags libuv)"
+libs="-luv -lpthread -lm"
+plain_cc=${CC:-cc}
+command -v "$plain_cc" >/dev/null || plain_cc=clang
+# The sanitizer builds want clang; gcc's sanitizers do the same job.
+san_cc=clang
+command -v clang >/dev/null || san_cc=gcc
+
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+
+if [ $# -gt 0 ]; then
+  tests=("$@")
+else
+  tests=()
+  for f in test/c/*.c; do
+    tests+=("$(basename "$f" .c)")
+  done
+fi
+
+mkdir -p "$out"
+passed=0
+failed=0
+start_all=$(date +%s)
+
+# Runs one binary; with ThreadSanitizer, retries without address space
+# randomization when the kernel's mmap randomization leaves no room for
+# TSan's fixed shadow layout ("unexpected memory mapping").
+run_one() {
+  local bin=$1 log=$2 variant=$3
+  "$bin" >"$log" 2>&1
+  local rc=$?
+  if [ "$variant" = tsan ] && grep -q "unexpected memory mapping" "$log"; then
+    echo "(retrying under setarch -R: unexpected memory mapping)" >>"$log"
+    setarch "$(uname -m)" -R "$bin" >"$log" 2>&1
+    rc=$?
+  fi
+  return $rc
+}
+
+for variant in $variants; do
+  case $variant in
+  plain) cc=$plain_cc; vflags="-O2" ;;
+  tsan) cc=$san_cc; vflags="-O1 -g -fsanitize=thread" ;;
+  asan)
+    cc=$san_cc
+    vflags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined"
+    vflags="$vflags -fno-sanitize-recover=all"
+    ;;
+  *) echo "run.sh: unknown variant $variant" >&2; exit 2 ;;
+  esac
+  for t in "${tests[@]}"; do
+    bin=$out/$t.$variant
+    log=$out/$t.$variant.log
+    # shellcheck disable=SC2086 # the flag lists are meant to split
+    if ! $cc $cflags $vflags "test/c/$t.c" src/waiters.c -o "$bin" $libs \
+      >"$log" 2>&1; then
+      echo "FAIL $t ($variant): build"
+      sed 's/^/    /' "$log"
+      failed=$((failed + 1))
+      continue
+    fi
+    t0=$(date +%s%N)
+    run_one "$bin" "$log" "$variant"
+    rc=$?
+    secs=$(awk "BEGIN { printf \"%.2f\", ($(date +%s%N) - $t0) / 1e9 }")
+    # A report that somehow did not change the exit status still fails.
+    if [ $rc -eq 0 ] &&
+      ! grep -qE "WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$log"; then
+      printf "ok   %-12s %-6s %6ss\n" "$t" "$variant" "$secs"
+      passed=$((passed + 1))
+    else
+      printf "FAIL %-12s %-6s %6ss (exit %d; log %s)\n" "$t" "$variant" \
+        "$secs" "$rc" "$log"
+      tail -n 60 "$log" | sed 's/^/    /'
+      failed=$((failed + 1))
+    fi
+  done
+done
+
+echo "total $(($(date +%s) - start_all))s"
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
