@@ -2,6 +2,24 @@
 
 const { wait, notify, waitAsync, waiterCount } = require('./lib/atomics')
 const { AsyncLock } = require('./lib/AsyncLock')
+const { Semaphore } = require('./lib/Semaphore')
+const { RWLock } = require('./lib/RWLock')
+const { ConditionVariable } = require('./lib/ConditionVariable')
+const { Barrier } = require('./lib/Barrier')
+const { CountDownLatch } = require('./lib/CountDownLatch')
 const { LockError, AbortError } = require('./lib/errors')
 
-module.exports = { wait, notify, waitAsync, waiterCount, AsyncLock, LockError, AbortError }
+module.exports = {
+  wait,
+  notify,
+  waitAsync,
+  waiterCount,
+  AsyncLock,
+  Semaphore,
+  RWLock,
+  ConditionVariable,
+  Barrier,
+  CountDownLatch,
+  LockError,
+  AbortError
+}

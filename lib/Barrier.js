@@ -1,0 +1,104 @@
+'use strict'
+
+// Barrier(n): n parties wait for each other, phase after phase.
+//
+// Two Int32s: the parties, and a state word holding the phase number in the
+// high 16 bits and the arrivals of the current phase in the low 16 bits. One
+// atomic add both counts an arrival and tells which phase it belongs to; the
+// last arrival moves to the next phase and clears the count with a single
+// add, then wakes everybody. Arrivals of the next phase cannot mix with the
+// previous one, because a phase ends only when all its parties arrived.
+
+const g = require('./gate')
+
+const COUNT_MASK = 0xffff
+const PHASE_ONE = 0x10000
+const { add, load } = Atomics
+
+class Barrier {
+  #i32
+  #buffer
+  #byteOffset
+
+  /**
+   * @param {number} parties how many arrivals complete a phase (1-65535)
+   * @param {SharedArrayBuffer} [buffer] a new 8-byte buffer by default
+   * @param {number} [byteOffset=0]
+   */
+  constructor (parties, buffer = new SharedArrayBuffer(8), byteOffset = 0) {
+    const attach = parties === g.ATTACH
+    if (!attach) g.readCount(parties, 1, COUNT_MASK, 'Barrier', 'parties')
+    g.validateSlot(buffer, byteOffset, 8, 'Barrier')
+    this.#buffer = buffer
+    this.#byteOffset = byteOffset
+    this.#i32 = new Int32Array(buffer, byteOffset, 2)
+    if (!attach) {
+      Atomics.store(this.#i32, 0, parties)
+      Atomics.store(this.#i32, 1, 0)
+    }
+  }
+
+  static from (handle) {
+    const { buffer, byteOffset } = g.readHandle(handle, 'Barrier.from')
+    g.validateSlot(buffer, byteOffset, 8, 'Barrier.from')
+    return new Barrier(g.ATTACH, buffer, byteOffset)
+  }
+
+  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
+  get parties () { return load(this.#i32, 0) }
+  /** Arrivals in the current phase. */
+  get arrived () { return load(this.#i32, 1) & COUNT_MASK }
+  /** The current phase number (wraps at 65536). */
+  get phase () { return load(this.#i32, 1) >>> 16 }
+
+  // Counts this arrival. Returns -1 when it completed the phase, else the
+  // phase to wait out.
+  #arrive () {
+    const parties = load(this.#i32, 0)
+    const before = add(this.#i32, 1, 1)
+    if ((before & COUNT_MASK) + 1 === parties) {
+      add(this.#i32, 1, PHASE_ONE - parties)
+      g.binding.notify(this.#i32, 1, Infinity)
+      return -1
+    }
+    return before >>> 16
+  }
+
+  /**
+   * Arrives and blocks until all parties arrived. Returns true in the one
+   * party whose arrival completed the phase. A timed-out party still
+   * counts as arrived.
+   */
+  arriveAndWaitSync (options) {
+    const timeout = g.readSyncOptions(options, 'arriveAndWaitSync')
+    const deadline = g.deadlineOf(timeout)
+    const phase = this.#arrive()
+    if (phase < 0) return true
+    for (;;) {
+      const v = load(this.#i32, 1)
+      if (v >>> 16 !== phase) return false
+      if (g.waitSync(this.#i32, 1, v, g.remaining(deadline)) === 'timed-out') {
+        throw g.timeoutError(timeout, 'Barrier.arriveAndWaitSync')
+      }
+    }
+  }
+
+  /** The promise form of arriveAndWaitSync; resolves with the same value. */
+  async arriveAndWait (options) {
+    const o = g.readAsyncOptions(options, 'arriveAndWait', false)
+    if (o.signal !== undefined && o.signal.aborted) throw g.abortError(o.signal)
+    const deadline = g.deadlineOf(o.timeout)
+    const phase = this.#arrive()
+    if (phase < 0) return true
+    for (;;) {
+      const v = load(this.#i32, 1)
+      if (v >>> 16 !== phase) return false
+      const r = await g.waitAsync(this.#i32, 1, v, { ...o, timeout: g.remaining(deadline) })
+      if (r === 'timed-out') {
+        throw g.timeoutError(o.timeout, 'Barrier.arriveAndWait')
+      }
+    }
+  }
+}
+
+module.exports = { Barrier }
