@@ -1,0 +1,356 @@
+'use strict'
+
+// AsyncLock across real worker threads: one lock shared by every thread,
+// mutual exclusion, FIFO order across threads, freedom from starvation,
+// timeouts, aborts and ownership errors. Functions passed to w.run() execute
+// inside the worker (see test/fixtures/runner-worker.js): they can use only
+// their (ctx, arg) parameters.
+
+const assert = require('assert')
+const { threadId } = require('worker_threads')
+const { AsyncLock, LockError } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+
+function assertCode (err, code) {
+  assert.ok(err && err.code === code, `expected ${code}, got ${err && (err.stack || err.message)}`)
+}
+
+async function started (...workers) {
+  await Promise.all(workers.map((w) => w.ready()))
+  return workers
+}
+
+describe('AsyncLock across threads', function () {
+  afterEach(cleanup)
+
+  it('a handle posted to a worker reopens the same lock there', async () => {
+    const lock = new AsyncLock(new SharedArrayBuffer(12), 8)
+    const [w] = await started(new TestWorker())
+    const seen = await w.run(({ tl, state, threadId }, handle) => {
+      state.lock = tl.AsyncLock.from(handle)
+      state.lock.lock()
+      return { owner: state.lock.owner, threadId, byteOffset: state.lock.byteOffset }
+    }, lock.handle, 5000)
+    assert.deepStrictEqual(seen, { owner: w.threadId, threadId: w.threadId, byteOffset: 8 })
+    assert.strictEqual(lock.locked, true)
+    assert.strictEqual(lock.owner, w.threadId)
+    assert.strictEqual(lock.tryLock(), false)
+    assertCode(thrown(() => lock.unlock()), 'ENOTOWNER')
+    assert.strictEqual(lock.owner, w.threadId, 'a refused unlock must change nothing')
+    await w.run(({ state }) => state.lock.unlock(), undefined, 5000)
+    assert.strictEqual(lock.locked, false)
+    lock.lock()
+    assert.deepStrictEqual(await w.run(({ state }) => [state.lock.owner, state.lock.tryLock()], undefined, 5000),
+      [threadId, false])
+    lock.unlock()
+  })
+
+  it('locks in different slots of one buffer are independent across threads', async () => {
+    const sab = new SharedArrayBuffer(8)
+    const a = new AsyncLock(sab, 0)
+    const b = new AsyncLock(sab, 4)
+    const [w] = await started(new TestWorker({ locks: [a, b] }))
+    await w.run(({ locks }) => locks[1].lock(), undefined, 5000)
+    assert.strictEqual(a.tryLock(), true)
+    assert.strictEqual(b.tryLock(), false)
+    assert.strictEqual(await w.run(({ locks }) => locks[0].tryLock(), undefined, 5000), false)
+    a.unlock()
+    await w.run(({ locks }) => locks[1].unlock(), undefined, 5000)
+    assert.deepStrictEqual(new Int32Array(sab), new Int32Array(2))
+  })
+
+  it('lock() blocks the main thread until a worker releases', async () => {
+    const lock = new AsyncLock()
+    const [w] = await started(new TestWorker({ locks: [lock] }))
+    await w.run(({ locks }) => {
+      locks[0].lock()
+      setTimeout(() => locks[0].unlock(), 100)
+    }, undefined, 5000)
+    const t0 = Date.now()
+    lock.lock()
+    const blocked = Date.now() - t0
+    assert.ok(blocked >= 80, `lock() returned after ${blocked} ms while a worker held the lock for 100 ms`)
+    assert.strictEqual(lock.owner, threadId)
+    lock.unlock()
+  })
+
+  it('mutual exclusion: a non-atomic counter incremented by the main thread and 3 workers ends exact', async () => {
+    const ITERATIONS = 1500
+    const lock = new AsyncLock()
+    // counter[0]: the count, read and written without atomics; counter[1]:
+    // scratch for the delay between the read and the write.
+    const counter = new Int32Array(new SharedArrayBuffer(8))
+    const init = ({ workerData }) => {
+      const c = workerData.counter
+      workerData.increment = () => {
+        const v = c[0]
+        for (let k = 0; k < 20; k++) Atomics.add(c, 1, 1)
+        c[0] = v + 1
+      }
+    }
+    const workers = await started(...[1, 2, 3].map(() =>
+      new TestWorker({ locks: [lock], data: { counter }, init })))
+    const runs = workers.map((w) => w.run(async ({ locks, workerData }, n) => {
+      const lock = locks[0]
+      for (let i = 0; i < n; i++) {
+        if (i % 2 === 0) {
+          lock.lock()
+          try {
+            workerData.increment()
+          } finally {
+            lock.unlock()
+          }
+        } else {
+          await lock.executeLocked(workerData.increment)
+        }
+      }
+    }, ITERATIONS))
+    const increment = () => {
+      const v = counter[0]
+      for (let k = 0; k < 20; k++) Atomics.add(counter, 1, 1)
+      counter[0] = v + 1
+    }
+    for (let i = 0; i < ITERATIONS; i++) {
+      if (i % 3 === 0) {
+        lock.lock()
+        increment()
+        lock.unlock()
+      } else {
+        await lock.executeLocked(increment)
+      }
+    }
+    await within(Promise.all(runs), 20000, 'the workers did not finish their increments')
+    assert.strictEqual(counter[0], 4 * ITERATIONS)
+    assert.strictEqual(lock.locked, false)
+    assert.strictEqual(lock.waiting, 0)
+  })
+
+  it('FIFO across threads: sync and async requests are granted in the order they were made', async () => {
+    const lock = new AsyncLock()
+    // order[0] counts the entries that follow it.
+    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const record = (tag) => { order[Atomics.add(order, 0, 1) + 1] = tag }
+    const workers = await started(...[1, 2, 3, 4].map(() =>
+      new TestWorker({ locks: [lock], data: { order } })))
+    lock.lock()
+    const runs = []
+    const enqueue = async (start) => {
+      runs.push(start())
+      const n = runs.length
+      await until(() => lock.waiting === n, `request ${n} did not queue`)
+    }
+    const tagged = (tag) => (fn) => workers[tag - 1].run(fn, tag)
+    await enqueue(() => tagged(1)(({ locks, workerData }, tag) => {
+      locks[0].lock()
+      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+      locks[0].unlock()
+    }))
+    await enqueue(() => tagged(2)(async ({ locks, workerData }, tag) => {
+      const release = await locks[0].acquire()
+      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+      release()
+    }))
+    await enqueue(() => lock.acquire().then((release) => { record(5); release() }))
+    await enqueue(() => tagged(3)(({ locks, workerData }, tag) => {
+      locks[0].lock({ timeout: 20000 })
+      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+      locks[0].unlock()
+    }))
+    await enqueue(() => tagged(4)(({ locks, workerData }, tag) =>
+      locks[0].executeLocked(() => {
+        workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+      })))
+    await enqueue(() => lock.runExclusive(() => record(6)))
+    lock.unlock()
+    await within(Promise.all(runs), 10000, 'not every queued request was granted')
+    assert.deepStrictEqual([...order.subarray(1, 1 + order[0])], [1, 2, 5, 3, 4, 6])
+    assert.strictEqual(lock.locked, false)
+  })
+
+  it('a steady stream of new requests cannot starve a waiter (async and sync)', async () => {
+    const lock = new AsyncLock()
+    // shared[0]: increments made by the hammering workers; shared[1]: stop.
+    const shared = new Int32Array(new SharedArrayBuffer(8))
+    const hammer = async ({ locks, workerData }) => {
+      const s = workerData.shared
+      let n = 0
+      while (Atomics.load(s, 1) === 0) {
+        locks[0].lock()
+        Atomics.add(s, 0, 1)
+        locks[0].unlock()
+        if (++n % 1000 === 0) await new Promise((resolve) => setImmediate(resolve))
+      }
+      return n
+    }
+    const [a, b, c] = await started(...[1, 2, 3].map(() =>
+      new TestWorker({ locks: [lock], data: { shared } })))
+    const runs = [a.run(hammer), b.run(hammer)]
+    try {
+      await until(() => Atomics.load(shared, 0) > 1000, 'the hammering workers did not start')
+      // The main thread's async requests: between asking and getting the
+      // lock, only the requests already queued (one per hammering thread)
+      // may pass. The bound leaves room for a preemption before enqueuing.
+      const gaps = []
+      for (let round = 0; round < 20; round++) {
+        const before = Atomics.load(shared, 0)
+        const release = await within(lock.acquire(), 5000, 'the waiter starved')
+        gaps.push(Atomics.load(shared, 0) - before)
+        release()
+      }
+      assert.ok(Math.max(...gaps) <= 50, `increments passed a waiting async request: ${gaps}`)
+      // A third worker's blocking lock() calls.
+      const syncGaps = await c.run(({ locks, workerData }) => {
+        const s = workerData.shared
+        const gaps = []
+        for (let round = 0; round < 20; round++) {
+          const before = Atomics.load(s, 0)
+          locks[0].lock()
+          gaps.push(Atomics.load(s, 0) - before)
+          locks[0].unlock()
+        }
+        return gaps
+      }, undefined, 10000)
+      assert.ok(Math.max(...syncGaps) <= 50, `increments passed a waiting lock(): ${syncGaps}`)
+    } finally {
+      Atomics.store(shared, 1, 1)
+    }
+    const counts = await within(Promise.all(runs), 10000, 'the hammering workers did not stop')
+    assert.strictEqual(counts[0] + counts[1], Atomics.load(shared, 0))
+  })
+
+  it('timeouts while a worker holds the lock: lock({ timeout }) throws ETIMEDOUT, the promise API rejects', async () => {
+    const lock = new AsyncLock()
+    const [w] = await started(new TestWorker({ locks: [lock] }))
+    await w.run(({ locks }) => locks[0].lock(), undefined, 5000)
+    const t0 = Date.now()
+    const err = thrown(() => lock.lock({ timeout: 50 }))
+    const elapsed = Date.now() - t0
+    assert.ok(err instanceof LockError)
+    assertCode(err, 'ETIMEDOUT')
+    assert.ok(elapsed >= 45 && elapsed < 5000, `lock({ timeout: 50 }) gave up after ${elapsed} ms`)
+    assert.strictEqual(lock.waiting, 0)
+    assert.strictEqual(lock.tryLock(), false)
+    assertCode(await rejection(lock.acquire({ blocking: false })), 'EBUSY')
+    assertCode(await rejection(lock.acquire({ timeout: 30 })), 'ETIMEDOUT')
+    assertCode(await rejection(lock.runExclusive(() => {}, { timeout: 0 })), 'ETIMEDOUT')
+    assert.strictEqual(lock.waiting, 0)
+    assert.strictEqual(lock.owner, w.threadId)
+    // A worker's sync timeout, too.
+    const [w2] = await started(new TestWorker({ locks: [lock] }))
+    assertCode(await rejection(w2.run(({ locks }) => locks[0].lock({ timeout: 30 }))), 'ETIMEDOUT')
+    await w.run(({ locks }) => locks[0].unlock(), undefined, 5000)
+    assert.strictEqual(lock.locked, false)
+  })
+
+  it('an aborted request leaves the queue and the next thread in line gets the lock', async () => {
+    const lock = new AsyncLock()
+    const [holder, next] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
+    await holder.run(({ locks }) => locks[0].lock(), undefined, 5000)
+    const ac = new AbortController()
+    const mine = lock.acquire({ signal: ac.signal })
+    await until(() => lock.waiting === 1, 'the main thread did not queue')
+    const theirs = next.run(({ locks, threadId }) => {
+      locks[0].lock()
+      return locks[0].owner === threadId
+    })
+    await until(() => lock.waiting === 2, 'the worker did not queue')
+    ac.abort(new Error('changed my mind'))
+    const err = await rejection(mine)
+    assert.strictEqual(err.name, 'AbortError')
+    assert.strictEqual(err.cause.message, 'changed my mind')
+    assert.strictEqual(lock.waiting, 1)
+    await holder.run(({ locks }) => locks[0].unlock(), undefined, 5000)
+    assert.strictEqual(await within(theirs, 5000, 'the worker behind the aborted request did not get the lock'), true)
+    assert.strictEqual(lock.owner, next.threadId)
+    await next.run(({ locks }) => locks[0].unlock(), undefined, 5000)
+    assert.strictEqual(lock.locked, false)
+  })
+
+  it('ownership: ENOTOWNER for non-holders, EDEADLK for a blocking re-lock, async requests of the holder queue', async () => {
+    const lock = new AsyncLock()
+    const [w] = await started(new TestWorker({ locks: [lock] }))
+    lock.lock()
+    // A worker cannot unlock the main thread's lock.
+    const e1 = await rejection(w.run(({ locks }) => locks[0].unlock()))
+    assertCode(e1, 'ENOTOWNER')
+    assert.strictEqual(e1.name, 'LockError')
+    assert.match(e1.message, new RegExp(`held by thread ${threadId}`))
+    assert.strictEqual(lock.owner, threadId)
+    // A worker with an acquire() queued cannot also block in lock().
+    const r = await w.run(({ locks, state }) => {
+      state.pending = locks[0].acquire()
+      try {
+        locks[0].lock({ timeout: 10000 })
+        return 'locked'
+      } catch (err) {
+        return err.code
+      }
+    }, undefined, 5000)
+    assert.strictEqual(r, 'EDEADLK')
+    assert.strictEqual(lock.waiting, 1)
+    lock.unlock()
+    assert.strictEqual(await w.run(async ({ locks, state }) => {
+      state.release = await state.pending
+      return locks[0].owner
+    }, undefined, 5000), w.threadId)
+    // The holder's own lock() throws, its acquire() queues behind others.
+    const got = await w.run(async ({ locks, state }) => {
+      const lock = locks[0]
+      let deadlock
+      try {
+        lock.lock()
+      } catch (err) {
+        deadlock = err.code
+      }
+      const again = lock.acquire()
+      const queued = lock.waiting
+      state.release()
+      const release = await again
+      const owner = lock.owner
+      release()
+      return { deadlock, queued, owner, after: lock.locked }
+    }, undefined, 5000)
+    assert.deepStrictEqual(got, { deadlock: 'EDEADLK', queued: 1, owner: w.threadId, after: false })
+  })
+
+  it('waiting counts the sync and async requests of every thread', async () => {
+    const lock = new AsyncLock()
+    const [a, b, c] = await started(...[1, 2, 3].map(() => new TestWorker({ locks: [lock] })))
+    await a.run(({ locks }) => locks[0].lock(), undefined, 5000)
+    const blocked = b.run(({ locks }) => { locks[0].lock(); locks[0].unlock() })
+    await until(() => lock.waiting === 1, 'the blocking request did not queue')
+    const mine = lock.acquire()
+    const theirs = c.run(async ({ locks }) => { (await locks[0].acquire())() })
+    await until(() => lock.waiting === 3, 'the async requests did not queue')
+    assert.deepStrictEqual(await a.run(({ locks }) => [locks[0].waiting, locks[0].owner], undefined, 5000),
+      [3, a.threadId])
+    await a.run(({ locks }) => locks[0].unlock(), undefined, 5000)
+    await within(blocked, 5000, 'the blocked worker did not get the lock')
+    const release = await within(mine, 5000, 'the main thread did not get the lock')
+    assert.strictEqual(lock.waiting, 1)
+    release()
+    await within(theirs, 5000, 'the last worker did not get the lock')
+    assert.strictEqual(lock.locked, false)
+    assert.strictEqual(lock.waiting, 0)
+  })
+
+  it('a callback that throws in a worker releases the lock for the next thread', async () => {
+    const lock = new AsyncLock()
+    const [w] = await started(new TestWorker({ locks: [lock] }))
+    const failing = w.run(({ locks, post }) => locks[0].runExclusive(async () => {
+      post('inside')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      throw new Error('callback failed')
+    }))
+    await w.nextEvent((e) => e === 'inside')
+    const next = lock.acquire()
+    const err = await rejection(failing)
+    assert.strictEqual(err.message, 'callback failed')
+    const release = await within(next, 5000, 'the lock was not released after the callback threw')
+    assert.strictEqual(lock.owner, threadId)
+    release()
+    const syncThrow = await rejection(w.run(({ locks }) => locks[0].executeLocked(() => { throw new RangeError('sync') })))
+    assert.strictEqual(syncThrow.name, 'RangeError')
+    assert.strictEqual(lock.locked, false)
+  })
+})
