@@ -10,9 +10,9 @@
 typedef struct {
   tl_waiter_t w; /* first, so that the settle callback can cast back */
   int index;
-  tl_test_log_t *log;   /* may be NULL */
+  tl_test_log_t *log;     /* may be NULL */
   uv_thread_t settled_on; /* written by the callback before `settled` */
-  _Atomic int settled;  /* how many times the callback ran */
+  _Atomic int settled;    /* how many times the callback ran */
 } async_t;
 
 static _Atomic int total_settled;

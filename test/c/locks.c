@@ -77,8 +77,8 @@ typedef struct {
   double timeout_ms;
   int index;
   tl_test_log_t *log; /* may be NULL */
-  int result;          /* these three are written before `done` */
-  int32_t word_seen;   /* the word right after the acquire */
+  int result;         /* these three are written before `done` */
+  int32_t word_seen;  /* the word right after the acquire */
   uint64_t elapsed_ns;
   _Atomic int done;
 } locker_t;
@@ -224,8 +224,7 @@ test_fifo_grants(void)
 
   tl_test_log_init(&log);
   tl_thread_register(OWNER);
-  ASSERT_EQ(tl_lock_acquire(&word, OWNER, INFINITY, NULL),
-            TL_RESULT_ACQUIRED);
+  ASSERT_EQ(tl_lock_acquire(&word, OWNER, INFINITY, NULL), TL_RESULT_ACQUIRED);
   ASSERT_EQ(atomic_load(WORD(&word)), OWNER);
   for (int i = 0; i < N; i++) {
     if (i == ASYNC_AT) {
@@ -282,9 +281,11 @@ test_edeadlk(void)
   tl_thread_register(7);
   tl_thread_register(8);
   ASSERT_EQ(tl_lock_acquire(&word, 7, INFINITY, NULL), TL_RESULT_ACQUIRED);
-  ASSERT_EQ(tl_lock_acquire(&word, 7, INFINITY, NULL), TL_EDEADLK);
+  /* Finite timeouts first, so that a missing check fails rather than
+   * hangs. */
   ASSERT_EQ(tl_lock_acquire(&word, 7, 0, NULL), TL_EDEADLK);
   ASSERT_EQ(tl_lock_acquire(&word, 7, 10, NULL), TL_EDEADLK);
+  ASSERT_EQ(tl_lock_acquire(&word, 7, INFINITY, NULL), TL_EDEADLK);
   ASSERT_EQ(atomic_load(WORD(&word)), 7);
   ASSERT_EQ(tl_waiter_count(&word), 0);
 
@@ -293,6 +294,7 @@ test_edeadlk(void)
   async_lock_init(&a, 0, NULL);
   ASSERT_EQ(tl_lock_acquire_async(&a.w, &word, 7), TL_RESULT_PENDING);
   ASSERT_EQ(atomic_load(WORD(&word)), 7 | TL_LOCK_WAITERS);
+  ASSERT_EQ(tl_lock_acquire(&word, 7, 10, NULL), TL_EDEADLK);
   ASSERT_EQ(tl_lock_acquire(&word, 7, INFINITY, NULL), TL_EDEADLK);
   ASSERT_OK(tl_lock_release(&word, 7));
   ASSERT_EQ(atomic_load(&a.settled), 1);
@@ -304,7 +306,7 @@ test_edeadlk(void)
    * and cancelling the async request clears the waiters bit again. */
   ASSERT_EQ(acquire_fast(&word, 8, INFINITY), TL_RESULT_ACQUIRED);
   ASSERT_EQ(tl_lock_acquire_async(&a.w, &word, 7), TL_RESULT_PENDING);
-  ASSERT_EQ(tl_lock_acquire(&word, 7, INFINITY, NULL), TL_EDEADLK);
+  ASSERT_EQ(tl_lock_acquire(&word, 7, 10, NULL), TL_EDEADLK);
   ASSERT_EQ(tl_cancel(&a.w, TL_CANCELLED), 1);
   ASSERT_EQ(atomic_load(WORD(&word)), 8);
   ASSERT_OK(release_fast(&word, 8));

@@ -7,18 +7,22 @@
 # Environment: TL_VARIANTS (default "plain tsan asan"), CC (plain build),
 # and the tests' own settings (TL_STRESS_N, TL_SEED, ...).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 
 out=test/c/build
 variants=${TL_VARIANTS:-plain tsan asan}
 
 # CI starts from a fresh machine; install only what is missing.
-if ! pkg-config --exists libuv 2>/dev/null || ! command -v clang >/dev/null; then
+if ! pkg-config --exists libuv 2>/dev/null ||
+  ! command -v clang >/dev/null; then
   sudo=
   [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update &&
-    $sudo apt-get install -y libuv1-dev clang libclang-rt-14-dev pkg-config ||
-    { echo "run.sh: cannot install libuv1-dev and clang" >&2; exit 2; }
+  if ! $sudo apt-get update ||
+    ! $sudo apt-get install -y libuv1-dev clang libclang-rt-14-dev pkg-config
+  then
+    echo "run.sh: cannot install libuv1-dev and clang" >&2
+    exit 2
+  fi
 fi
 
 cflags="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Isrc"
@@ -31,7 +35,10 @@ san_cc=clang
 command -v clang >/dev/null || san_cc=gcc
 
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+# A sync waiter lives on its thread's stack: also catch any access to it
+# after its wait returned.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 
 if [ $# -gt 0 ]; then
@@ -42,6 +49,8 @@ else
     tests+=("$(basename "$f" .c)")
   done
 fi
+
+reports="WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error:"
 
 mkdir -p "$out"
 passed=0
@@ -57,7 +66,7 @@ run_one() {
   local rc=$?
   if [ "$variant" = tsan ] && grep -q "unexpected memory mapping" "$log"; then
     echo "(retrying under setarch -R: unexpected memory mapping)" >>"$log"
-    setarch "$(uname -m)" -R "$bin" >"$log" 2>&1
+    setarch "$(uname -m)" -R "$bin" >>"$log" 2>&1
     rc=$?
   fi
   return $rc
@@ -90,8 +99,7 @@ for variant in $variants; do
     rc=$?
     secs=$(awk "BEGIN { printf \"%.2f\", ($(date +%s%N) - $t0) / 1e9 }")
     # A report that somehow did not change the exit status still fails.
-    if [ $rc -eq 0 ] &&
-      ! grep -qE "WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$log"; then
+    if [ $rc -eq 0 ] && ! grep -qE "$reports" "$log"; then
       printf "ok   %-12s %-6s %6ss\n" "$t" "$variant" "$secs"
       passed=$((passed + 1))
     else

@@ -29,8 +29,8 @@ struct player_s {
   uv_thread_t thread;
   _Atomic int64_t *cell;
   int width;
-  int side;      /* 0 or 1: moves when (cell / step) % 2 == side */
-  int64_t step;  /* 1 << 32 for 8-byte cells: the low half never changes */
+  int side;     /* 0 or 1: moves when (cell / step) % 2 == side */
+  int64_t step; /* 1 << 32 for 8-byte cells: the low half never changes */
   int mode;
   uint64_t moves;
   uint64_t seed;
@@ -79,8 +79,8 @@ player_wait(player_t *p, int64_t seen, tl_rng_t *rng)
   case WAIT_TIMED:
     /* Up to half a millisecond: many end by timeout, racing with the move
      * and its notify; the caller's loop rechecks the cell either way. */
-    r = tl_wait(p->cell, p->width, seen,
-                (double)tl_rng_below(rng, 6) * 0.1, NULL);
+    r = tl_wait(p->cell, p->width, seen, (double)tl_rng_below(rng, 6) * 0.1,
+                NULL);
     ASSERT(r == TL_RESULT_OK || r == TL_RESULT_NOT_EQUAL ||
            r == TL_RESULT_TIMED_OUT);
     break;

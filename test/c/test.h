@@ -168,10 +168,16 @@ tl__watchdog_main(void *arg)
       deadline = now + wd->limit_ns;
     }
     if (now >= deadline) {
-      fprintf(stderr,
-              "watchdog: %s made no progress for %" PRIu64
-              " s (progress %" PRIu64 "): a lost wakeup or a deadlock\n",
-              wd->what, wd->limit_ns / 1000000000, last);
+      if (wd->progress != NULL)
+        fprintf(stderr,
+                "watchdog: %s made no progress for %" PRIu64 " s (at %" PRIu64
+                "): a lost wakeup or a deadlock\n",
+                wd->what, wd->limit_ns / 1000000000, last);
+      else
+        fprintf(stderr,
+                "watchdog: %s still running after %" PRIu64
+                " s: a lost wakeup or a deadlock\n",
+                wd->what, wd->limit_ns / 1000000000);
       fflush(stderr);
       abort();
     }
@@ -251,9 +257,9 @@ typedef struct {
   int width;
   int64_t expected;
   double timeout_ms;
-  int index;         /* logged when the wait ends with TL_RESULT_OK */
-  tl_test_log_t *log; /* may be NULL */
-  int result;        /* written before `done` is set */
+  int index;           /* logged when the wait ends with TL_RESULT_OK */
+  tl_test_log_t *log;  /* may be NULL */
+  int result;          /* written before `done` is set */
   uint64_t elapsed_ns; /* written before `done` is set */
   _Atomic int done;
 } tl_test_waiter_t;

@@ -200,8 +200,7 @@ test_race(uint64_t seed, int threads, int rounds)
     ASSERT_OK(uv_thread_create(&rt[i], racer_main, &rc[i]));
   }
   for (int i = 0; i < NN; i++) {
-    rn[i] = (race_notifier_t){&cell, seed + 100 + (uint64_t)i, &running, 0,
-                              0};
+    rn[i] = (race_notifier_t){&cell, seed + 100 + (uint64_t)i, &running, 0, 0};
     ASSERT_OK(uv_thread_create(&nt[i], race_notifier_main, &rn[i]));
   }
   for (int i = 0; i < threads; i++) {

@@ -28,10 +28,10 @@ test_not_equal(void)
   int32_t v32 = 5;
   int64_t v64 = (INT64_C(1) << 32) | 5;
 
-  ASSERT_EQ(tl_wait(&v32, 4, 6, INFINITY, NULL), TL_RESULT_NOT_EQUAL);
+  ASSERT_EQ(tl_wait(&v32, 4, 6, 0, NULL), TL_RESULT_NOT_EQUAL);
   ASSERT_EQ(tl_wait(&v32, 4, 5, 0, NULL), TL_RESULT_TIMED_OUT);
   /* An 8-byte wait compares all 8 bytes, not only the low half. */
-  ASSERT_EQ(tl_wait(&v64, 8, 5, INFINITY, NULL), TL_RESULT_NOT_EQUAL);
+  ASSERT_EQ(tl_wait(&v64, 8, 5, 0, NULL), TL_RESULT_NOT_EQUAL);
   ASSERT_EQ(tl_wait(&v64, 8, v64, 0, NULL), TL_RESULT_TIMED_OUT);
   /* A 4-byte value is compared as a signed 32-bit integer. */
   v32 = -1;
@@ -89,7 +89,7 @@ test_store_then_notify(int width)
   ASSERT_EQ(tl_notify(&cell, 1), 1);
   ASSERT_EQ(tl_test_waiter_join(&tw), TL_RESULT_OK);
   /* The value changed, so a new wait on the old value does not block. */
-  ASSERT_EQ(tl_wait(&cell, width, 0, INFINITY, NULL), TL_RESULT_NOT_EQUAL);
+  ASSERT_EQ(tl_wait(&cell, width, 0, 0, NULL), TL_RESULT_NOT_EQUAL);
   tl_test_quiescent();
 }
 
