@@ -101,7 +101,7 @@ test_mixed_fifo(int width)
     tl_test_waiter_start(&s[i], &cell, width, 0, INFINITY, 2 * i + 1, &log,
                          ++n);
   }
-  notify_arg_t na = {&cell, 3, -1};
+  notify_arg_t na = { &cell, 3, -1 };
   uv_thread_t notifier;
   ASSERT_OK(uv_thread_create(&notifier, notify_main, &na));
   ASSERT_OK(uv_thread_join(&notifier));
@@ -332,11 +332,11 @@ test_cancel_races_notify(uint64_t seed, int rounds)
   int64_t cancelled = 0, settled = 0, woken = 0;
 
   for (int i = 0; i < NN; i++) {
-    n[i] = (notifier_t){&cell, &stop, 0};
+    n[i] = (notifier_t){ &cell, &stop, 0 };
     ASSERT_OK(uv_thread_create(&nt[i], notifier_main, &n[i]));
   }
   for (int i = 0; i < NC; i++) {
-    c[i] = (canceller_t){&cell, rounds, seed + (uint64_t)i, 0, 0};
+    c[i] = (canceller_t){ &cell, rounds, seed + (uint64_t)i, 0, 0 };
     ASSERT_OK(uv_thread_create(&ct[i], canceller_main, &c[i]));
   }
   for (int i = 0; i < NC; i++) {

@@ -459,10 +459,10 @@ test_hammer(uint64_t seed, int threads, int rounds)
   s.rw = 0;
   s.value = 0;
   for (int i = 0; i < threads; i++) {
-    h[i] = (hammer_t){.s = &s,
-                      .id = (uint32_t)(100 + i),
-                      .rounds = rounds,
-                      .seed = seed + (uint64_t)i};
+    h[i] = (hammer_t){ .s = &s,
+                       .id = (uint32_t)(100 + i),
+                       .rounds = rounds,
+                       .seed = seed + (uint64_t)i };
     ASSERT_OK(uv_thread_create(&h[i].thread, hammer_main, &h[i]));
   }
   for (int i = 0; i < threads; i++) {

@@ -194,11 +194,11 @@ test_mutual_exclusion(int threads, int iterations)
 
   ASSERT_LE(threads, MAXT);
   for (int i = 0; i < threads; i++) {
-    wk[i] = (worker_t){.word = &word,
-                       .id = (uint32_t)(i + 1),
-                       .iterations = iterations,
-                       .use_async = i == threads - 1,
-                       .counter = &counter};
+    wk[i] = (worker_t){ .word = &word,
+                        .id = (uint32_t)(i + 1),
+                        .iterations = iterations,
+                        .use_async = i == threads - 1,
+                        .counter = &counter };
     ASSERT_OK(uv_thread_create(&wk[i].thread, worker_main, &wk[i]));
   }
   for (int i = 0; i < threads; i++)
@@ -569,7 +569,7 @@ main(int argc, char **argv)
   tl_watchdog_t wd;
   int iterations = (int)tl_test_setting(argc, argv, 1, "TL_LOCK_ITERS", 20000);
   int threads = (int)tl_test_setting(argc, argv, 2, "TL_LOCK_THREADS", 4);
-  static const unsigned spins[] = {0, 2000};
+  static const unsigned spins[] = { 0, 2000 };
 
   tl_watchdog_start(&wd, "locks", 120, NULL);
   for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {

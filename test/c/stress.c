@@ -215,10 +215,10 @@ run_ring(uint64_t handoffs, int threads)
 
   atomic_store(&token, 0);
   for (int i = 0; i < threads; i++) {
-    ringers[i] = (ringer_t){.token = &token,
-                            .index = i,
-                            .threads = threads,
-                            .total = (int32_t)handoffs};
+    ringers[i] = (ringer_t){ .token = &token,
+                             .index = i,
+                             .threads = threads,
+                             .total = (int32_t)handoffs };
     ASSERT_OK(uv_thread_create(&ringers[i].thread, ringer_main, &ringers[i]));
   }
   for (int i = 0; i < threads; i++)
@@ -237,7 +237,7 @@ main(int argc, char **argv)
   uint64_t seed = tl_test_seed("stress");
   uint64_t n = tl_test_setting(argc, argv, 1, "TL_STRESS_N", 100000);
   int threads = (int)tl_test_setting(argc, argv, 2, "TL_STRESS_THREADS", 8);
-  static const unsigned spins[] = {0, 2000};
+  static const unsigned spins[] = { 0, 2000 };
 
   ASSERT(threads >= 2 && threads <= MAX_THREADS && threads % 2 == 0);
   ASSERT(n >= (uint64_t)threads && n < INT32_MAX);

@@ -17,7 +17,7 @@ min_ns(double timeout_ms)
 static void
 test_never_early(void)
 {
-  static const double timeouts[] = {0.001, 0.5, 1, 1.25, 2.5, 5, 10, 20};
+  static const double timeouts[] = { 0.001, 0.5, 1, 1.25, 2.5, 5, 10, 20 };
   int32_t cell = 0;
 
   for (size_t i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++) {
@@ -39,7 +39,7 @@ static void
 test_notify_before_deadline(void)
 {
   int32_t cell = 0;
-  static const double timeouts[] = {10000, 1e13, 1e300, INFINITY};
+  static const double timeouts[] = { 10000, 1e13, 1e300, INFINITY };
 
   for (size_t i = 0; i < sizeof(timeouts) / sizeof(timeouts[0]); i++) {
     tl_test_waiter_t tw;
@@ -196,11 +196,12 @@ test_race(uint64_t seed, int threads, int rounds)
 
   ASSERT_LE(threads, MAXT);
   for (int i = 0; i < threads; i++) {
-    rc[i] = (racer_t){&cell, rounds, seed + (uint64_t)i, 0, 0, &running};
+    rc[i] = (racer_t){ &cell, rounds, seed + (uint64_t)i, 0, 0, &running };
     ASSERT_OK(uv_thread_create(&rt[i], racer_main, &rc[i]));
   }
   for (int i = 0; i < NN; i++) {
-    rn[i] = (race_notifier_t){&cell, seed + 100 + (uint64_t)i, &running, 0, 0};
+    rn[i] =
+        (race_notifier_t){ &cell, seed + 100 + (uint64_t)i, &running, 0, 0 };
     ASSERT_OK(uv_thread_create(&nt[i], race_notifier_main, &rn[i]));
   }
   for (int i = 0; i < threads; i++) {

@@ -259,7 +259,7 @@ int
 main(void)
 {
   tl_watchdog_t wd;
-  static const unsigned spins[] = {0, 2000};
+  static const unsigned spins[] = { 0, 2000 };
 
   tl_watchdog_start(&wd, "wait_notify", 120, NULL);
   for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
