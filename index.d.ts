@@ -168,27 +168,46 @@ export declare function waiterCount (
 ): number
 
 /**
- * Where a lock lives: a structured-clonable object that can be posted to a
- * worker and reopened there with {@link AsyncLock.from}.
+ * Where a primitive lives: a structured-clonable object that can be posted
+ * to a worker and reopened there with the class's static `from()`.
  */
-export interface AsyncLockHandle {
-  /** The shared memory holding the lock word. */
+export interface Handle {
+  /** The shared memory holding the primitive's words. */
   buffer: SharedArrayBuffer
-  /** The byte offset of the lock word, a multiple of 4. */
+  /** The byte offset of its first word, a multiple of 4. */
   byteOffset: number
 }
 
-/** Options of {@link AsyncLock.lock}. */
-export interface LockOptions {
+/** What the static `from()` methods accept; `byteOffset` defaults to 0. */
+export interface HandleLike {
+  buffer: SharedArrayBuffer
+  byteOffset?: number
+}
+
+/** The handle of an {@link AsyncLock}. */
+export type AsyncLockHandle = Handle
+
+/** Options of the blocking calls (`lock()`, `acquireSync()`, `waitSync()`…). */
+export interface SyncOptions {
   /**
-   * Give up after this many milliseconds with a `LockError` of code
-   * `ETIMEDOUT`. `Infinity` (the default) waits without limit.
+   * Give up after this many milliseconds: a `LockError` of code
+   * `ETIMEDOUT` (or the result `'timed-out'` where the call returns one).
+   * `Infinity` (the default) waits without limit.
    */
   timeout?: number
 }
 
-/** Options that every form of {@link AsyncLock.acquire} accepts. */
-interface AcquireOptionsBase {
+/** Options of {@link AsyncLock.lock}. */
+export type LockOptions = SyncOptions
+
+/** Options of the promise-based waits that cannot be non-blocking. */
+export interface AsyncOptions {
+  /**
+   * Reject with a `LockError` of code `ETIMEDOUT` (or resolve with
+   * `'timed-out'` where the call resolves with a result) after this many
+   * milliseconds. `Infinity` (the default) waits without limit.
+   */
+  timeout?: number
   /**
    * Withdraws the request when the signal aborts: the promise then rejects
    * with an {@link AbortError} whose `cause` is `signal.reason`. A request
@@ -196,35 +215,33 @@ interface AcquireOptionsBase {
    */
   signal?: AbortSignal
   /**
-   * Whether the pending request keeps this thread's event loop alive.
-   * Default `true`.
+   * Whether the pending request keeps this thread's event loop alive, as a
+   * timer does. Default `true`.
    */
   ref?: boolean
 }
 
-/** Options of a waiting {@link AsyncLock.acquire} (the default). */
-export interface BlockingAcquireOptions extends AcquireOptionsBase {
-  /** Wait for the lock (the default). */
+/** Options of a waiting `acquire()` (the default). */
+export interface BlockingAcquireOptions extends AsyncOptions {
+  /** Wait until the request is granted (the default). */
   blocking?: true
-  /**
-   * Reject with a `LockError` of code `ETIMEDOUT` after this many
-   * milliseconds. `Infinity` (the default) waits without limit.
-   */
-  timeout?: number
 }
 
-/** Options of a non-waiting {@link AsyncLock.acquire}. */
-export interface NonBlockingAcquireOptions extends AcquireOptionsBase {
+/** Options of a non-waiting `acquire()`. */
+export interface NonBlockingAcquireOptions extends Omit<AsyncOptions, 'timeout'> {
   /**
-   * Do not wait: reject with a `LockError` of code `EBUSY` if the lock is
-   * held.
+   * Do not wait: reject with a `LockError` of code `EBUSY` if the request
+   * cannot be granted at once.
    */
   blocking: false
   /** A timeout makes no sense without waiting and is rejected. */
   timeout?: undefined
 }
 
-/** Options of {@link AsyncLock.acquire} and {@link AsyncLock.runExclusive}. */
+/**
+ * Options of the promise-based acquires (`acquire()`, `runExclusive()`,
+ * `acquireRead()`…).
+ */
 export type AcquireOptions = BlockingAcquireOptions | NonBlockingAcquireOptions
 
 // `Symbol.dispose` when the compilation declares it, otherwise nothing.
@@ -235,7 +252,7 @@ type DisposeSymbol = SymbolConstructor extends {
   : never
 
 /**
- * Releases a lock granted by {@link AsyncLock.acquire}. Calling it more than
+ * Releases what a promise-based acquire granted. Calling it more than
  * once does nothing after the first call. It is also a disposable, so
  * `using release = await lock.acquire()` releases at the end of the block.
  */
@@ -282,10 +299,7 @@ export declare class AsyncLock {
    * @throws {TypeError} if the handle is malformed
    * @throws {RangeError} if `byteOffset` is misaligned or out of range
    */
-  static from (handle: {
-    buffer: SharedArrayBuffer
-    byteOffset?: number
-  }): AsyncLock
+  static from (handle: HandleLike): AsyncLock
 
   /** A structured-clonable description of the lock, for postMessage. */
   readonly handle: AsyncLockHandle
@@ -380,6 +394,410 @@ export declare class AsyncLock {
    * @returns a promise of `f`'s result
    */
   executeLocked<T> (f: () => T | PromiseLike<T>): Promise<T>
+}
+
+/**
+ * A counting semaphore shared by threads: a number of permits in one Int32
+ * of a SharedArrayBuffer. Requests are granted in FIFO order: once a request
+ * waits, later ones queue behind it even if they would fit, so a large
+ * request is never starved by small ones.
+ */
+export declare class Semaphore {
+  /**
+   * Creates a semaphore and writes its initial count into the memory.
+   *
+   * Warning: this overwrites the word. To open a semaphore that already
+   * lives in `buffer` (for example in a worker), use {@link Semaphore.from}.
+   *
+   * @param permits the initial count, 0 to 2^30 - 1; default 1
+   * @param buffer the shared memory; a new 4-byte buffer by default
+   * @param byteOffset where the word is, a multiple of 4; default 0
+   * @throws {TypeError} for a bad argument type
+   * @throws {RangeError} for a count or offset out of range
+   */
+  constructor (permits?: number, buffer?: SharedArrayBuffer, byteOffset?: number)
+
+  /**
+   * Opens a semaphore created elsewhere, without changing its count.
+   *
+   * @param handle the {@link Semaphore.handle} of the semaphore
+   * @returns a semaphore object over the same memory
+   */
+  static from (handle: HandleLike): Semaphore
+
+  /** A structured-clonable description, for postMessage. */
+  readonly handle: Handle
+  /** Permits available at this moment. */
+  readonly value: number
+  /** Requests waiting at this moment, in all threads. */
+  readonly waiting: number
+
+  /**
+   * Takes permits if they are available without waiting.
+   *
+   * @param permits how many; default 1
+   * @returns whether they were taken
+   */
+  tryAcquire (permits?: number): boolean
+
+  /**
+   * Blocks this thread until it took `permits` permits.
+   *
+   * Warning: on the main thread this blocks the event loop; use
+   * {@link Semaphore.acquire} there. A thread that waits for permits only
+   * it could release never returns: permits have no owner, so this is not
+   * detected.
+   *
+   * @param permits how many; default 1
+   * @param options `{ timeout }` in milliseconds
+   * @throws {LockError} `ETIMEDOUT` when the timeout ran out
+   */
+  acquireSync (permits?: number, options?: SyncOptions): void
+
+  /**
+   * Resolves with a {@link Release} function (which returns the permits)
+   * once `permits` permits were taken.
+   *
+   * @param permits how many; default 1
+   * @param options `{ blocking, timeout, signal, ref }`
+   * @returns a promise of the release function; it rejects with a
+   *   `LockError` (`ETIMEDOUT`, or `EBUSY` with `blocking: false`) or an
+   *   {@link AbortError}
+   */
+  acquire (permits?: number, options?: AcquireOptions): Promise<Release>
+
+  /**
+   * Returns permits and grants the waiting requests that now fit, oldest
+   * first. Any thread may release; permits have no owner.
+   *
+   * @param permits how many; default 1
+   * @throws {RangeError} if the count would exceed 2^30 - 1
+   */
+  release (permits?: number): void
+
+  /**
+   * Runs `callback` holding `options.permits` permits (default 1) and
+   * resolves with its result; the permits are returned however it ends.
+   *
+   * @param callback the work to do; may return a promise
+   * @param options `{ permits }` and the options of
+   *   {@link Semaphore.acquire}
+   * @returns a promise of the callback's result
+   */
+  runExclusive<T> (
+    callback: () => T | PromiseLike<T>,
+    options?: AcquireOptions & { permits?: number }
+  ): Promise<T>
+}
+
+/**
+ * A read-write lock shared by threads: many readers or one writer, in one
+ * Int32 of a SharedArrayBuffer. Requests are granted in FIFO order: a
+ * waiting writer holds back the readers that come after it, so readers
+ * cannot starve writers.
+ *
+ * The writer is a thread, like the owner of an {@link AsyncLock}: a writer
+ * that dies holding the lock is recovered. Readers are only counted: a
+ * reader thread that dies holding a read lock leaves it held.
+ */
+export declare class RWLock {
+  /**
+   * Opens the lock stored at `byteOffset` in `buffer`; a word of 0 is a
+   * free lock.
+   *
+   * @param buffer the shared memory; a new 4-byte buffer by default
+   * @param byteOffset where the word is, a multiple of 4; default 0
+   */
+  constructor (buffer?: SharedArrayBuffer, byteOffset?: number)
+
+  /**
+   * Opens the lock described by a handle.
+   *
+   * @param handle the {@link RWLock.handle} of the lock
+   * @returns a lock object over the same memory
+   */
+  static from (handle: HandleLike): RWLock
+
+  /** A structured-clonable description, for postMessage. */
+  readonly handle: Handle
+  /** How many read locks are held at this moment. */
+  readonly readers: number
+  /** The `threadId` of the thread holding the write lock, or `null`. */
+  readonly writer: number | null
+  /** Requests waiting at this moment, in all threads. */
+  readonly waiting: number
+
+  /**
+   * Takes a read lock if that is possible without waiting.
+   *
+   * @returns whether this thread now holds a read lock
+   */
+  tryReadLock (): boolean
+
+  /**
+   * Takes the write lock if that is possible without waiting.
+   *
+   * @returns whether this thread now holds the write lock
+   */
+  tryWriteLock (): boolean
+
+  /**
+   * Blocks this thread until it holds a read lock.
+   *
+   * Warning: on the main thread this blocks the event loop. In the thread
+   * that holds the write lock it throws `EDEADLK`.
+   *
+   * @param options `{ timeout }` in milliseconds
+   * @throws {LockError} `ETIMEDOUT`, `EDEADLK`
+   */
+  readLock (options?: SyncOptions): void
+
+  /**
+   * Blocks this thread until it holds the write lock.
+   *
+   * Warning: on the main thread this blocks the event loop. In the thread
+   * that holds the write lock it throws `EDEADLK`. In a thread that holds a
+   * read lock it would wait for itself: readers are not named, so this is
+   * not detected, and only a timeout ends the wait.
+   *
+   * @param options `{ timeout }` in milliseconds
+   * @throws {LockError} `ETIMEDOUT`, `EDEADLK`
+   */
+  writeLock (options?: SyncOptions): void
+
+  /**
+   * Releases one read lock.
+   *
+   * @throws {LockError} `ENOTOWNER` if no read lock is held
+   */
+  readUnlock (): void
+
+  /**
+   * Releases the write lock held by this thread.
+   *
+   * @throws {LockError} `ENOTOWNER` if this thread does not hold it
+   */
+  writeUnlock (): void
+
+  /**
+   * Resolves with a {@link Release} function once this thread holds a read
+   * lock.
+   *
+   * @param options `{ blocking, timeout, signal, ref }`
+   * @returns a promise of the release function
+   */
+  acquireRead (options?: AcquireOptions): Promise<Release>
+
+  /**
+   * Resolves with a {@link Release} function once this thread holds the
+   * write lock.
+   *
+   * @param options `{ blocking, timeout, signal, ref }`
+   * @returns a promise of the release function
+   */
+  acquireWrite (options?: AcquireOptions): Promise<Release>
+
+  /**
+   * Runs `callback` holding a read lock and resolves with its result.
+   *
+   * @param callback the work to do; may return a promise
+   * @param options as for {@link RWLock.acquireRead}
+   * @returns a promise of the callback's result
+   */
+  runRead<T> (
+    callback: () => T | PromiseLike<T>,
+    options?: AcquireOptions
+  ): Promise<T>
+
+  /**
+   * Runs `callback` holding the write lock and resolves with its result.
+   *
+   * @param callback the work to do; may return a promise
+   * @param options as for {@link RWLock.acquireWrite}
+   * @returns a promise of the callback's result
+   */
+  runWrite<T> (
+    callback: () => T | PromiseLike<T>,
+    options?: AcquireOptions
+  ): Promise<T>
+}
+
+/**
+ * A condition variable used with an {@link AsyncLock}: wait, with the lock
+ * released, until another thread announces a change.
+ *
+ * A waiter may wake without a matching notify, as with every condition
+ * variable: wait in a loop that checks the condition.
+ */
+export declare class ConditionVariable {
+  /**
+   * @param buffer the shared memory; a new 4-byte buffer by default
+   * @param byteOffset where the word is, a multiple of 4; default 0
+   */
+  constructor (buffer?: SharedArrayBuffer, byteOffset?: number)
+
+  /**
+   * Opens the condition variable described by a handle.
+   *
+   * @param handle the {@link ConditionVariable.handle}
+   * @returns an object over the same memory
+   */
+  static from (handle: HandleLike): ConditionVariable
+
+  /** A structured-clonable description, for postMessage. */
+  readonly handle: Handle
+  /** Waits pending at this moment, in all threads. */
+  readonly waiting: number
+
+  /**
+   * Releases `lock`, blocks until notified or timed out, and takes `lock`
+   * again before returning.
+   *
+   * Warning: on the main thread this blocks the event loop.
+   *
+   * @param lock an AsyncLock held by this thread
+   * @param options `{ timeout }` in milliseconds
+   * @returns `'ok'` or `'timed-out'`
+   * @throws {LockError} `ENOTOWNER` if this thread does not hold `lock`
+   */
+  waitSync (lock: AsyncLock, options?: SyncOptions): 'ok' | 'timed-out'
+
+  /**
+   * The promise form of {@link ConditionVariable.waitSync}: resolves once
+   * `lock` is held by this thread again. An abort withdraws the wait, takes
+   * the lock again, then rejects with an {@link AbortError}.
+   *
+   * @param lock an AsyncLock held by this thread
+   * @param options `{ timeout, signal, ref }`
+   * @returns a promise of `'ok'` or `'timed-out'`
+   */
+  wait (lock: AsyncLock, options?: AsyncOptions): Promise<'ok' | 'timed-out'>
+
+  /**
+   * Wakes the oldest waiter.
+   *
+   * @returns how many waiters were woken (0 or 1)
+   */
+  notifyOne (): number
+
+  /**
+   * Wakes every waiter.
+   *
+   * @returns how many waiters were woken
+   */
+  notifyAll (): number
+}
+
+/**
+ * A cyclic barrier: `parties` threads (or async tasks) wait for each
+ * other, phase after phase.
+ */
+export declare class Barrier {
+  /**
+   * Creates a barrier and writes its state into the memory.
+   *
+   * Warning: this overwrites the two words. To open a barrier that already
+   * lives in `buffer`, use {@link Barrier.from}.
+   *
+   * @param parties how many arrivals complete a phase, 1 to 65535
+   * @param buffer the shared memory; a new 8-byte buffer by default
+   * @param byteOffset where the words are, a multiple of 4; default 0
+   */
+  constructor (parties: number, buffer?: SharedArrayBuffer, byteOffset?: number)
+
+  /**
+   * Opens a barrier created elsewhere, without changing its state.
+   *
+   * @param handle the {@link Barrier.handle} of the barrier
+   * @returns a barrier object over the same memory
+   */
+  static from (handle: HandleLike): Barrier
+
+  /** A structured-clonable description, for postMessage. */
+  readonly handle: Handle
+  /** How many arrivals complete a phase. */
+  readonly parties: number
+  /** Arrivals in the current phase so far. */
+  readonly arrived: number
+  /** The current phase number; wraps at 65536. */
+  readonly phase: number
+
+  /**
+   * Arrives and blocks until all parties arrived.
+   *
+   * Warning: on the main thread this blocks the event loop. A party that
+   * times out still counts as arrived.
+   *
+   * @param options `{ timeout }` in milliseconds
+   * @returns `true` in the one party whose arrival completed the phase
+   * @throws {LockError} `ETIMEDOUT` when the timeout ran out
+   */
+  arriveAndWaitSync (options?: SyncOptions): boolean
+
+  /**
+   * Arrives and resolves once all parties arrived.
+   *
+   * @param options `{ timeout, signal, ref }`
+   * @returns a promise of `true` in the one party whose arrival completed
+   *   the phase, `false` in the others
+   */
+  arriveAndWait (options?: AsyncOptions): Promise<boolean>
+}
+
+/** A count that releases every waiter when it reaches 0. */
+export declare class CountDownLatch {
+  /**
+   * Creates a latch and writes its count into the memory.
+   *
+   * Warning: this overwrites the word. To open a latch that already lives
+   * in `buffer`, use {@link CountDownLatch.from}.
+   *
+   * @param count the initial count, 0 to 2^31 - 1
+   * @param buffer the shared memory; a new 4-byte buffer by default
+   * @param byteOffset where the word is, a multiple of 4; default 0
+   */
+  constructor (count: number, buffer?: SharedArrayBuffer, byteOffset?: number)
+
+  /**
+   * Opens a latch created elsewhere, without changing its count.
+   *
+   * @param handle the {@link CountDownLatch.handle} of the latch
+   * @returns a latch object over the same memory
+   */
+  static from (handle: HandleLike): CountDownLatch
+
+  /** A structured-clonable description, for postMessage. */
+  readonly handle: Handle
+  /** The count at this moment. */
+  readonly count: number
+
+  /**
+   * Lowers the count, never below 0; the call that reaches 0 wakes every
+   * waiter.
+   *
+   * @param k how much to subtract; default 1
+   * @returns the new count
+   */
+  countDown (k?: number): number
+
+  /**
+   * Blocks until the count is 0.
+   *
+   * Warning: on the main thread this blocks the event loop.
+   *
+   * @param options `{ timeout }` in milliseconds
+   * @throws {LockError} `ETIMEDOUT` when the timeout ran out
+   */
+  waitSync (options?: SyncOptions): void
+
+  /**
+   * Resolves once the count is 0.
+   *
+   * @param options `{ timeout, signal, ref }`
+   * @returns a promise that rejects with `ETIMEDOUT` or an
+   *   {@link AbortError} if the wait ends otherwise
+   */
+  wait (options?: AsyncOptions): Promise<void>
 }
 
 /** The stable codes of a {@link LockError}. */

@@ -3,9 +3,15 @@ import {
   AbortError,
   AsyncLock,
   AsyncLockHandle,
+  Barrier,
+  ConditionVariable,
+  CountDownLatch,
+  Handle,
   LockError,
   LockErrorCode,
+  RWLock,
   Release,
+  Semaphore,
   WaitAsyncResult,
   WaitResult,
   notify,
@@ -98,6 +104,70 @@ async function promiseApi (): Promise<void> {
   expectError(lock.executeLocked(() => 1, { timeout: 1 }))
 }
 expectType<() => Promise<void>>(promiseApi)
+
+// Semaphore.
+const sem = new Semaphore(3)
+expectType<Semaphore>(new Semaphore(0, sab, 8))
+expectType<Semaphore>(Semaphore.from(sem.handle))
+expectType<Handle>(sem.handle)
+expectType<number>(sem.value)
+expectType<number>(sem.waiting)
+expectType<boolean>(sem.tryAcquire())
+expectType<void>(sem.acquireSync(2, { timeout: 10 }))
+expectType<Promise<Release>>(sem.acquire())
+expectType<Promise<Release>>(sem.acquire(2, { blocking: false }))
+expectError(sem.acquire(2, { blocking: false, timeout: 1 }))
+expectType<void>(sem.release(2))
+expectType<Promise<string>>(sem.runExclusive(() => 'x', { permits: 2, timeout: 5 }))
+expectError(new Semaphore('3'))
+
+// RWLock.
+const rw = new RWLock()
+expectType<RWLock>(RWLock.from(rw.handle))
+expectType<number>(rw.readers)
+expectType<number | null>(rw.writer)
+expectType<number>(rw.waiting)
+expectType<boolean>(rw.tryReadLock())
+expectType<boolean>(rw.tryWriteLock())
+expectType<void>(rw.readLock({ timeout: 1 }))
+expectType<void>(rw.writeLock())
+expectType<void>(rw.readUnlock())
+expectType<void>(rw.writeUnlock())
+expectType<Promise<Release>>(rw.acquireRead({ signal: AbortSignal.timeout(1) }))
+expectType<Promise<Release>>(rw.acquireWrite({ blocking: false }))
+expectType<Promise<number>>(rw.runRead(async () => 1))
+expectType<Promise<number>>(rw.runWrite(() => 1, { timeout: 10 }))
+
+// ConditionVariable.
+const cv = new ConditionVariable()
+expectType<ConditionVariable>(ConditionVariable.from(cv.handle))
+expectType<number>(cv.waiting)
+expectType<'ok' | 'timed-out'>(cv.waitSync(lock, { timeout: 5 }))
+expectType<Promise<'ok' | 'timed-out'>>(cv.wait(lock, { timeout: 5, ref: false }))
+expectError(cv.wait(lock, { blocking: false }))
+expectError(cv.waitSync(rw))
+expectType<number>(cv.notifyOne())
+expectType<number>(cv.notifyAll())
+
+// Barrier.
+const barrier = new Barrier(3)
+expectError(new Barrier())
+expectType<Barrier>(Barrier.from(barrier.handle))
+expectType<number>(barrier.parties)
+expectType<number>(barrier.arrived)
+expectType<number>(barrier.phase)
+expectType<boolean>(barrier.arriveAndWaitSync({ timeout: 10 }))
+expectType<Promise<boolean>>(barrier.arriveAndWait({ signal: AbortSignal.timeout(1) }))
+
+// CountDownLatch.
+const latch = new CountDownLatch(2)
+expectError(new CountDownLatch())
+expectType<CountDownLatch>(CountDownLatch.from(latch.handle))
+expectType<number>(latch.count)
+expectType<number>(latch.countDown())
+expectType<number>(latch.countDown(2))
+expectType<void>(latch.waitSync({ timeout: 1 }))
+expectType<Promise<void>>(latch.wait({ ref: false }))
 
 // Errors.
 const e = new LockError('EBUSY', 'held')
