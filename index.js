@@ -7,6 +7,7 @@ const { RWLock } = require('./lib/RWLock')
 const { ConditionVariable } = require('./lib/ConditionVariable')
 const { Barrier } = require('./lib/Barrier')
 const { CountDownLatch } = require('./lib/CountDownLatch')
+const { locks, LockManager, Lock } = require('./lib/locks')
 const { LockError, AbortError } = require('./lib/errors')
 
 module.exports = {
@@ -20,6 +21,9 @@ module.exports = {
   ConditionVariable,
   Barrier,
   CountDownLatch,
+  locks,
+  LockManager,
+  Lock,
   LockError,
   AbortError
 }

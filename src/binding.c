@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "platform.h"
 #include "waiters.h"
 
@@ -43,6 +44,13 @@
 
 typedef struct tl_env_s tl_env_t;
 
+/* What an async node stands for. */
+enum {
+  TL_NODE_WAIT = 0,  /* a plain waitAsync */
+  TL_NODE_GATE = 1,  /* a lock, semaphore or read-write lock request */
+  TL_NODE_NAMED = 2  /* a named lock request, then the held lock */
+};
+
 /* An async waiter. Allocated and freed on its env's thread. While enqueued
  * it belongs to the waiter table; a notify hands it to the env's ready
  * queue; the env's thread takes it from there, resolves it and frees it. */
@@ -50,16 +58,28 @@ typedef struct tl_async_s {
   tl_waiter_t w;                  /* must stay first */
   tl_env_t *env;                  /* immutable */
   struct tl_async_s *ready_next;  /* protected by env->ready_lock */
+  struct tl_async_s *drain_next;  /* env thread: the batch being resolved */
   struct tl_async_s *prev, *next; /* env->pending; env thread only */
   napi_deferred deferred;         /* env thread only */
   napi_ref keep;    /* env thread: the typed array, so its memory stays */
   uint64_t deadline;   /* env thread; UINT64_MAX when there is none */
   uint32_t heap_index; /* env thread; TL_NO_HEAP when not in the heap */
   uint8_t ref;         /* keeps the event loop alive while pending */
-  uint8_t is_lock;     /* a lock request rather than a plain wait */
+  uint8_t kind;        /* TL_NODE_*; immutable */
+  uint8_t events;      /* named nodes: TL_NAMED_EVENT_* bits; ready_lock */
+  uint8_t in_ready;    /* named nodes: queued for call_js; ready_lock */
+  uint8_t done_events; /* named nodes: the events being delivered */
   uint8_t has_token;   /* a cancel token (external) exists and frees it */
   uint8_t done;        /* resolved; env thread only */
 } tl_async_t;
+
+/* A named lock request; once granted, the held lock. Lives in its env's
+ * pending list from the request until release, cancel or teardown. */
+typedef struct tl_named_node_s {
+  tl_async_t a; /* must stay first */
+  tl_named_t r; /* linked into the names table */
+  uint32_t id;  /* reported to JS when the lock is stolen */
+} tl_named_node_t;
 
 struct tl_env_s {
   napi_env env;
@@ -74,7 +94,9 @@ struct tl_env_s {
   uint32_t heap_cap;
   size_t refs;            /* env thread: pending waiters with ref */
   uint32_t lock_id;       /* 0 until registered */
+  uint32_t next_named_id; /* env thread */
   napi_ref noop;          /* a native no-op, called by the probe */
+  napi_ref on_stolen;     /* JS function told the id of a stolen lock */
   int closing;            /* env thread */
 };
 
@@ -270,6 +292,65 @@ tl__retire(tl_env_t *e, tl_async_t *n)
     free(n);
 }
 
+/* Any thread, under the names table lock: a grant or steal for `r`. The
+ * node is queued for its env's thread once; events that come before that
+ * thread runs are merged. */
+static void
+tl__named_event(tl_named_t *r, int event)
+{
+  tl_named_node_t *nn =
+      (tl_named_node_t *)((char *)r - offsetof(tl_named_node_t, r));
+  tl_async_t *n = &nn->a;
+  tl_env_t *e = n->env;
+  int was_empty = 0;
+
+  tl_mutex_lock(&e->ready_lock);
+  n->events |= (uint8_t)event;
+  if (!n->in_ready) {
+    n->in_ready = 1;
+    n->ready_next = NULL;
+    was_empty = e->ready_head == NULL;
+    if (was_empty)
+      e->ready_head = n;
+    else
+      e->ready_tail->ready_next = n;
+    e->ready_tail = n;
+  }
+  tl_mutex_unlock(&e->ready_lock);
+  if (was_empty)
+    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+}
+
+/* Env thread: a queued request was granted (its promise resolves to true
+ * and it stops keeping the loop alive), and/or a held lock was stolen (JS
+ * hears its id). The node stays booked until its holder releases it. */
+static void
+tl__named_deliver(napi_env env, tl_env_t *e, tl_named_node_t *nn)
+{
+  tl_async_t *n = &nn->a;
+  napi_handle_scope scope;
+  napi_value v, fn, recv;
+
+  TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
+  if ((n->done_events & TL_NAMED_EVENT_GRANTED) && n->deferred != NULL) {
+    TL_NAPI_FATAL(napi_get_boolean(env, true, &v));
+    napi_resolve_deferred(env, n->deferred, v);
+    n->deferred = NULL;
+    tl__ref(e, n, -1);
+    n->ref = 0;
+  }
+  if ((n->done_events & TL_NAMED_EVENT_STOLEN) && e->on_stolen != NULL &&
+      napi_get_reference_value(env, e->on_stolen, &fn) == napi_ok &&
+      fn != NULL) {
+    TL_NAPI_FATAL(napi_get_undefined(env, &recv));
+    TL_NAPI_FATAL(napi_create_uint32(env, nn->id, &v));
+    /* A throwing handler is the JS layer's bug; Node reports it. */
+    napi_call_function(env, recv, fn, 1, &v, NULL);
+  }
+  n->done_events = 0;
+  napi_close_handle_scope(env, scope);
+}
+
 /* Env thread, from the threadsafe function: resolves every ready waiter in
  * one pass. `env` is NULL while the function is being torn down; teardown
  * frees the nodes then. */
@@ -283,7 +364,15 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
   (void)data;
   if (env == NULL)
     return;
+  /* Take the batch. A named node may get another event once it left the
+   * queue, which relinks ready_next; the batch runs on drain_next. */
   tl_mutex_lock(&e->ready_lock);
+  for (n = e->ready_head; n != NULL; n = n->ready_next) {
+    n->drain_next = n->ready_next;
+    n->done_events = n->events;
+    n->events = 0;
+    n->in_ready = 0;
+  }
   n = e->ready_head;
   e->ready_head = e->ready_tail = NULL;
   tl_mutex_unlock(&e->ready_lock);
@@ -293,9 +382,13 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
     napi_value result;
     int state = atomic_load(&n->w.state);
 
-    next = n->ready_next;
+    next = n->drain_next;
+    if (n->kind == TL_NODE_NAMED) {
+      tl__named_deliver(env, e, (tl_named_node_t *)n);
+      continue;
+    }
     TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
-    if (n->is_lock) {
+    if (n->kind == TL_NODE_GATE) {
       int code = state == TL_NOTIFIED ? (n->w.owner_died
                                              ? TL_RESULT_OWNER_DIED
                                              : TL_RESULT_ACQUIRED)
@@ -335,8 +428,12 @@ tl__env_cleanup(void *arg)
   tl_async_t *n, *next;
 
   e->closing = 1;
-  for (n = e->pending; n != NULL; n = n->next)
-    tl_cancel(&n->w, TL_CANCELLED);
+  for (n = e->pending; n != NULL; n = n->next) {
+    if (n->kind == TL_NODE_NAMED)
+      tl_named_release(&((tl_named_node_t *)n)->r);
+    else
+      tl_cancel(&n->w, TL_CANCELLED);
+  }
   if (e->lock_id != 0)
     tl_thread_unregister(e->lock_id);
 
@@ -361,6 +458,9 @@ tl__env_cleanup(void *arg)
   if (e->noop != NULL)
     napi_delete_reference(e->env, e->noop);
   e->noop = NULL;
+  if (e->on_stolen != NULL)
+    napi_delete_reference(e->env, e->on_stolen);
+  e->on_stolen = NULL;
   napi_release_threadsafe_function(e->tsfn, napi_tsfn_abort);
 }
 
@@ -506,7 +606,7 @@ tl_napi_notify(napi_env env, napi_callback_info info)
 /* Creates a pending node for the calling env; NULL with an exception. */
 static tl_async_t *
 tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout,
-              int ref, int is_lock)
+              int ref, int kind)
 {
   tl_async_t *n = calloc(1, sizeof(*n));
 
@@ -518,7 +618,7 @@ tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout,
   n->env = e;
   n->heap_index = TL_NO_HEAP;
   n->ref = (uint8_t)(ref != 0);
-  n->is_lock = (uint8_t)is_lock;
+  n->kind = (uint8_t)kind;
   n->deadline = UINT64_MAX;
   if (timeout >= 0 && timeout < 1e15) {
     uint64_t ns = (uint64_t)(timeout * 1e6);
@@ -703,7 +803,7 @@ tl__gate_async(napi_env env, napi_value ta, void *addr, int32_t gate,
   tl_async_t *n;
   int r;
 
-  n = tl__new_async(env, e, ta, timeout, ref, 1);
+  n = tl__new_async(env, e, ta, timeout, ref, TL_NODE_GATE);
   if (n == NULL)
     return NULL;
   r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
@@ -785,7 +885,7 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
   TL_NAPI_CALL(env, napi_coerce_to_bool(env, argv[5], &argv[5]));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  n = tl__new_async(env, e, argv[0], timeout, ref, 0);
+  n = tl__new_async(env, e, argv[0], timeout, ref, TL_NODE_WAIT);
   if (n == NULL)
     return NULL;
   r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
@@ -906,6 +1006,216 @@ tl_napi_set_spin(napi_env env, napi_callback_info info)
   return NULL;
 }
 
+/* namedInit(onStolen): the function told the id of each stolen lock. */
+static napi_value
+tl_napi_named_init(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  tl_env_t *e = tl__env(env);
+
+  TL_GET_ARGS(env, info, 1, argv);
+  if (e->on_stolen != NULL)
+    napi_delete_reference(env, e->on_stolen);
+  e->on_stolen = NULL;
+  TL_NAPI_CALL(env, napi_create_reference(env, argv[0], 1, &e->on_stolen));
+  return NULL;
+}
+
+/* namedRequest(name, exclusive, ifAvailable, steal, ref) ->
+ * [phase, token, id, promise]: phase is TL_NAMED_HELD (granted now),
+ * TL_NAMED_QUEUED (the promise resolves to true on the grant) or
+ * TL_NAMED_UNAVAILABLE (no token). The token releases or withdraws it. */
+static napi_value
+tl_napi_named_request(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5], out, v, promise = NULL;
+  tl_env_t *e = tl__env(env);
+  tl_named_node_t *nn;
+  tl_async_t *n;
+  bool exclusive, if_available, steal, ref;
+  uint16_t stack_name[64], *name = stack_name;
+  size_t len;
+  int phase;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  TL_NAPI_CALL(env, napi_get_value_string_utf16(env, argv[0], NULL, 0, &len));
+  if (len >= sizeof(stack_name) / sizeof(stack_name[0])) {
+    name = malloc((len + 1) * sizeof(*name));
+    if (name == NULL) {
+      napi_throw_error(env, NULL, "out of memory");
+      return NULL;
+    }
+  }
+  if (napi_get_value_string_utf16(env, argv[0], (char16_t *)name, len + 1,
+                                  &len) != napi_ok ||
+      napi_get_value_bool(env, argv[1], &exclusive) != napi_ok ||
+      napi_get_value_bool(env, argv[2], &if_available) != napi_ok ||
+      napi_get_value_bool(env, argv[3], &steal) != napi_ok ||
+      napi_get_value_bool(env, argv[4], &ref) != napi_ok ||
+      (nn = calloc(1, sizeof(*nn))) == NULL) {
+    if (name != stack_name)
+      free(name);
+    tl__throw_last(env, "namedRequest arguments");
+    return NULL;
+  }
+  n = &nn->a;
+  n->env = e;
+  n->kind = TL_NODE_NAMED;
+  n->heap_index = TL_NO_HEAP;
+  n->deadline = UINT64_MAX;
+  nn->id = ++e->next_named_id;
+  phase = tl_named_request(&nn->r, name, len, exclusive, if_available, steal,
+                           e->lock_id, tl__named_event);
+  if (name != stack_name)
+    free(name);
+  if (phase < 0 || phase == TL_NAMED_UNAVAILABLE) {
+    free(nn);
+    if (phase < 0) {
+      napi_throw_error(env, NULL, "out of memory");
+      return NULL;
+    }
+    TL_NAPI_CALL(env, napi_create_array_with_length(env, 1, &out));
+    TL_NAPI_CALL(env, napi_create_int32(env, phase, &v));
+    TL_NAPI_CALL(env, napi_set_element(env, out, 0, v));
+    return out;
+  }
+  /* Booked in the pending list so that teardown releases it. A queued
+   * request keeps the loop alive (if `ref`) until it is granted. */
+  n->next = e->pending;
+  if (e->pending != NULL)
+    e->pending->prev = n;
+  e->pending = n;
+  if (phase == TL_NAMED_QUEUED) {
+    n->ref = (uint8_t)ref;
+    tl__ref(e, n, +1);
+    TL_NAPI_CALL(env, napi_create_promise(env, &n->deferred, &promise));
+  }
+  n->has_token = 1;
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, 4, &out));
+  TL_NAPI_CALL(env, napi_create_int32(env, phase, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, out, 0, v));
+  TL_NAPI_CALL(env, napi_create_external(env, n, tl__token_finalize, NULL, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, out, 1, v));
+  TL_NAPI_CALL(env, napi_create_uint32(env, nn->id, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, out, 2, v));
+  if (promise != NULL)
+    TL_NAPI_CALL(env, napi_set_element(env, out, 3, promise));
+  return out;
+}
+
+/* namedRelease(token) -> the phase the request or lock had: HELD (now
+ * released), QUEUED (now withdrawn; its promise resolves to false), STOLEN,
+ * or 0 when it was released before. */
+static napi_value
+tl_napi_named_release(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], v;
+  tl_async_t *n;
+  int phase = 0;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_external(env, argv[0], (void **)&n));
+  if (n->kind != TL_NODE_NAMED) {
+    napi_throw_type_error(env, NULL, "not a named lock token");
+    return NULL;
+  }
+  if (!n->done) {
+    phase = tl_named_release(&((tl_named_node_t *)n)->r);
+    if (n->deferred != NULL) {
+      napi_value no;
+      if (napi_get_boolean(env, false, &no) == napi_ok)
+        napi_resolve_deferred(env, n->deferred, no);
+      n->deferred = NULL;
+    }
+    tl__retire(n->env, n);
+  }
+  TL_NAPI_CALL(env, napi_create_int32(env, phase, &v));
+  return v;
+}
+
+/* namedCancel(token) -> true if a queued request was withdrawn before its
+ * grant (its promise then resolves to false); false once granted. */
+static napi_value
+tl_napi_named_cancel(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], v;
+  tl_async_t *n;
+  bool removed = false;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_external(env, argv[0], (void **)&n));
+  if (n->kind != TL_NODE_NAMED) {
+    napi_throw_type_error(env, NULL, "not a named lock token");
+    return NULL;
+  }
+  if (!n->done && tl_named_cancel(&((tl_named_node_t *)n)->r)) {
+    removed = true;
+    if (n->deferred != NULL && napi_get_boolean(env, false, &v) == napi_ok)
+      napi_resolve_deferred(env, n->deferred, v);
+    n->deferred = NULL;
+    tl__retire(n->env, n);
+  }
+  TL_NAPI_CALL(env, napi_get_boolean(env, removed, &v));
+  return v;
+}
+
+typedef struct tl_query_s {
+  napi_env env;
+  napi_value out;
+  uint32_t count;
+  int failed;
+} tl_query_t;
+
+/* Copies one entry of the names table into the result. Runs under the
+ * table lock but only creates JS values, which never calls back into
+ * threadlock. */
+static void
+tl__query_visit(void *data, const uint16_t *name, size_t len, int exclusive,
+                uint32_t client, int held)
+{
+  tl_query_t *q = data;
+  napi_value entry, v;
+  napi_env env = q->env;
+
+  if (q->failed)
+    return;
+  if (napi_create_array_with_length(env, 4, &entry) != napi_ok ||
+      napi_create_string_utf16(env, (const char16_t *)name, len, &v) !=
+          napi_ok ||
+      napi_set_element(env, entry, 0, v) != napi_ok ||
+      napi_get_boolean(env, exclusive, &v) != napi_ok ||
+      napi_set_element(env, entry, 1, v) != napi_ok ||
+      napi_create_uint32(env, client, &v) != napi_ok ||
+      napi_set_element(env, entry, 2, v) != napi_ok ||
+      napi_get_boolean(env, held, &v) != napi_ok ||
+      napi_set_element(env, entry, 3, v) != napi_ok ||
+      napi_set_element(env, q->out, q->count++, entry) != napi_ok)
+    q->failed = 1;
+}
+
+/* namedQuery() -> [[name, exclusive, clientId, held], ...], held first. */
+static napi_value
+tl_napi_named_query(napi_env env, napi_callback_info info)
+{
+  tl_query_t q = { env, NULL, 0, 0 };
+
+  (void)info;
+  TL_NAPI_CALL(env, napi_create_array(env, &q.out));
+  tl_named_query(tl__query_visit, &q);
+  if (q.failed) {
+    tl__throw_last(env, "namedQuery");
+    return NULL;
+  }
+  return q.out;
+}
+
+static napi_value
+tl_napi_named_count(napi_env env, napi_callback_info info)
+{
+  (void)info;
+  return tl__int(env, (int64_t)tl_named_count());
+}
+
 /* Sets up this thread's state: the threadsafe function (unref'd until a
  * ref'd waiter is pending), the deadline timer and the cleanup hook, which
  * is added last so that it runs before the function's own teardown. */
@@ -981,6 +1291,12 @@ NAPI_MODULE_INIT()
     { "isAlive", tl_napi_is_alive },
     { "isDetached", tl_napi_is_detached },
     { "setSpin", tl_napi_set_spin },
+    { "namedInit", tl_napi_named_init },
+    { "namedRequest", tl_napi_named_request },
+    { "namedRelease", tl_napi_named_release },
+    { "namedCancel", tl_napi_named_cancel },
+    { "namedQuery", tl_napi_named_query },
+    { "namedCount", tl_napi_named_count },
   };
 
   void *existing = NULL;

@@ -1,0 +1,272 @@
+/* Named locks: one record per name in use, each with its FIFO queue of
+ * requests and its list of held locks, all under one mutex. Named locks
+ * are taken far less often than the address-keyed gates, so one lock for
+ * the table keeps the rules simple; records are freed as soon as a name has
+ * neither requests nor holders.
+ */
+#include "names.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform.h"
+
+#define TL_NAMES_BUCKETS 256
+
+struct tl_record_s {
+  tl_record_t *next_rec; /* hash chain; protected by tl__names_lock */
+  tl_named_t *queue_head; /* FIFO of requests; protected by the lock */
+  tl_named_t *queue_tail;
+  tl_named_t *held;       /* held locks, oldest first; protected */
+  tl_named_t *held_tail;
+  size_t len;             /* immutable */
+  uint16_t name[];        /* immutable */
+};
+
+static tl_mutex_t tl__names_lock;
+static tl_once_t tl__names_once = TL_ONCE_INIT;
+static tl_record_t *tl__names[TL_NAMES_BUCKETS]; /* protected by the lock */
+static size_t tl__names_count; /* protected by the lock */
+
+static void
+tl__names_init(void)
+{
+  tl_mutex_init(&tl__names_lock);
+}
+
+static size_t
+tl__names_hash(const uint16_t *name, size_t len)
+{
+  uint64_t h = UINT64_C(1469598103934665603);
+  for (size_t i = 0; i < len; i++) {
+    h ^= name[i];
+    h *= UINT64_C(1099511628211);
+  }
+  return (size_t)(h % TL_NAMES_BUCKETS);
+}
+
+/* Finds or creates the record of `name`. Expects the lock; NULL only when
+ * memory runs out. */
+static tl_record_t *
+tl__record(const uint16_t *name, size_t len, int create)
+{
+  size_t h = tl__names_hash(name, len);
+  tl_record_t *rec;
+
+  for (rec = tl__names[h]; rec != NULL; rec = rec->next_rec)
+    if (rec->len == len && memcmp(rec->name, name, len * 2) == 0)
+      return rec;
+  if (!create)
+    return NULL;
+  rec = calloc(1, sizeof(*rec) + len * sizeof(uint16_t));
+  if (rec == NULL)
+    return NULL;
+  rec->len = len;
+  memcpy(rec->name, name, len * sizeof(uint16_t));
+  rec->next_rec = tl__names[h];
+  tl__names[h] = rec;
+  tl__names_count++;
+  return rec;
+}
+
+/* Frees `rec` once nothing refers to it. Expects the lock. */
+static void
+tl__record_gc(tl_record_t *rec)
+{
+  tl_record_t **p;
+
+  if (rec->queue_head != NULL || rec->held != NULL)
+    return;
+  for (p = &tl__names[tl__names_hash(rec->name, rec->len)]; *p != rec;
+       p = &(*p)->next_rec)
+    ;
+  *p = rec->next_rec;
+  tl__names_count--;
+  free(rec);
+}
+
+static void
+tl__list_append(tl_named_t **head, tl_named_t **tail, tl_named_t *r)
+{
+  r->next = NULL;
+  r->prev = *tail;
+  if (*tail != NULL)
+    (*tail)->next = r;
+  else
+    *head = r;
+  *tail = r;
+}
+
+static void
+tl__list_remove(tl_named_t **head, tl_named_t **tail, tl_named_t *r)
+{
+  if (r->prev != NULL)
+    r->prev->next = r->next;
+  else
+    *head = r->next;
+  if (r->next != NULL)
+    r->next->prev = r->prev;
+  else
+    *tail = r->prev;
+  r->next = r->prev = NULL;
+}
+
+/* Web Locks "is grantable" for the head of the queue (or a request that
+ * would be first): exclusive needs no holder, shared needs no exclusive
+ * holder. Expects the lock. */
+static int
+tl__grantable(tl_record_t *rec, int exclusive)
+{
+  if (rec->held == NULL)
+    return 1;
+  if (exclusive)
+    return 0;
+  for (tl_named_t *h = rec->held; h != NULL; h = h->next)
+    if (h->exclusive)
+      return 0;
+  return 1;
+}
+
+static void
+tl__hold(tl_record_t *rec, tl_named_t *r)
+{
+  r->rec = rec;
+  r->phase = TL_NAMED_HELD;
+  tl__list_append(&rec->held, &rec->held_tail, r);
+}
+
+/* Web Locks "process the lock request queue": grants from the head for as
+ * long as the head is grantable. Expects the lock. */
+static void
+tl__process(tl_record_t *rec)
+{
+  tl_named_t *r;
+
+  while ((r = rec->queue_head) != NULL && tl__grantable(rec, r->exclusive)) {
+    tl__list_remove(&rec->queue_head, &rec->queue_tail, r);
+    tl__hold(rec, r);
+    r->on_event(r, TL_NAMED_EVENT_GRANTED);
+  }
+}
+
+int
+tl_named_request(tl_named_t *r, const uint16_t *name, size_t len,
+                 int exclusive, int if_available, int steal, uint32_t client,
+                 tl_named_cb on_event)
+{
+  tl_record_t *rec;
+  int phase;
+
+  r->next = r->prev = NULL;
+  r->rec = NULL;
+  r->client = client;
+  r->exclusive = (uint8_t)(exclusive != 0);
+  r->on_event = on_event;
+  tl_once(&tl__names_once, tl__names_init);
+  tl_mutex_lock(&tl__names_lock);
+  rec = tl__record(name, len, 1);
+  if (rec == NULL) {
+    tl_mutex_unlock(&tl__names_lock);
+    return -1;
+  }
+  if (steal) {
+    /* Steal: every holder loses its lock at once; the request goes first. */
+    tl_named_t *h;
+    while ((h = rec->held) != NULL) {
+      tl__list_remove(&rec->held, &rec->held_tail, h);
+      h->rec = NULL;
+      h->phase = TL_NAMED_STOLEN;
+      h->on_event(h, TL_NAMED_EVENT_STOLEN);
+    }
+    tl__hold(rec, r);
+  } else if (rec->queue_head == NULL && tl__grantable(rec, exclusive)) {
+    tl__hold(rec, r);
+  } else if (if_available) {
+    r->phase = TL_NAMED_UNAVAILABLE;
+    tl__record_gc(rec);
+  } else {
+    r->rec = rec;
+    r->phase = TL_NAMED_QUEUED;
+    tl__list_append(&rec->queue_head, &rec->queue_tail, r);
+  }
+  phase = r->phase;
+  tl_mutex_unlock(&tl__names_lock);
+  return phase;
+}
+
+int
+tl_named_release(tl_named_t *r)
+{
+  tl_record_t *rec;
+  int phase;
+
+  tl_once(&tl__names_once, tl__names_init);
+  tl_mutex_lock(&tl__names_lock);
+  phase = r->phase;
+  rec = r->rec;
+  if (phase == TL_NAMED_HELD) {
+    tl__list_remove(&rec->held, &rec->held_tail, r);
+    r->phase = TL_NAMED_RELEASED;
+  } else if (phase == TL_NAMED_QUEUED) {
+    tl__list_remove(&rec->queue_head, &rec->queue_tail, r);
+    r->phase = TL_NAMED_CANCELLED;
+  }
+  r->rec = NULL;
+  if (rec != NULL) {
+    tl__process(rec);
+    tl__record_gc(rec);
+  }
+  tl_mutex_unlock(&tl__names_lock);
+  return phase;
+}
+
+int
+tl_named_cancel(tl_named_t *r)
+{
+  tl_record_t *rec;
+  int removed = 0;
+
+  tl_once(&tl__names_once, tl__names_init);
+  tl_mutex_lock(&tl__names_lock);
+  rec = r->rec;
+  if (r->phase == TL_NAMED_QUEUED) {
+    tl__list_remove(&rec->queue_head, &rec->queue_tail, r);
+    r->phase = TL_NAMED_CANCELLED;
+    r->rec = NULL;
+    tl__process(rec);
+    tl__record_gc(rec);
+    removed = 1;
+  }
+  tl_mutex_unlock(&tl__names_lock);
+  return removed;
+}
+
+void
+tl_named_query(tl_named_visit_cb visit, void *data)
+{
+  tl_once(&tl__names_once, tl__names_init);
+  tl_mutex_lock(&tl__names_lock);
+  for (int held = 1; held >= 0; held--) {
+    for (size_t i = 0; i < TL_NAMES_BUCKETS; i++) {
+      for (tl_record_t *rec = tl__names[i]; rec != NULL;
+           rec = rec->next_rec) {
+        tl_named_t *r = held ? rec->held : rec->queue_head;
+        for (; r != NULL; r = r->next)
+          visit(data, rec->name, rec->len, r->exclusive, r->client, held);
+      }
+    }
+  }
+  tl_mutex_unlock(&tl__names_lock);
+}
+
+size_t
+tl_named_count(void)
+{
+  size_t n;
+
+  tl_once(&tl__names_once, tl__names_init);
+  tl_mutex_lock(&tl__names_lock);
+  n = tl__names_count;
+  tl_mutex_unlock(&tl__names_lock);
+  return n;
+}
