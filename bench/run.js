@@ -7,13 +7,14 @@
 // threads; then rows 1, 2 and 5 under several spin settings.
 //
 //   node --expose-gc bench/run.js [--quick] [--only=1,3] [--spin=N]
-//                                 [--no-scaling] [--no-sweep]
+//                                 [--sections=table,scaling,sweep]
 //
-// --quick     fewer rounds and shorter samples; the main table only
-// --only=...  rows whose number starts with one of these (and the scaling
-//             and spin sections that belong to them)
-// --spin=N    threadlock's sync-wait spin for the main table (default: the
-//             binding's own default)
+// --quick       fewer rounds and shorter samples; the main table only
+// --only=...    rows whose number starts with one of these (and the scaling
+//               and spin sections that belong to them)
+// --spin=N      threadlock's sync-wait spin for the main table and the
+//               scaling section (default: the binding's own default)
+// --sections=   which parts to run (default: all three; --quick: table)
 //
 // Progress goes to stderr, and only when stderr is a terminal.
 
@@ -32,16 +33,15 @@ const { median, setSpin, summary } = require('./common')
 // Command line.
 
 function parseArgs (argv) {
-  const opts = { quick: false, only: null, spin: null, scaling: true, sweep: true }
+  const opts = { quick: false, only: null, spin: null, sections: null }
   for (const a of argv) {
     if (a === '--quick') opts.quick = true
-    else if (a === '--no-scaling') opts.scaling = false
-    else if (a === '--no-sweep') opts.sweep = false
+    else if (a.startsWith('--sections=')) opts.sections = a.slice(11).split(',').filter(Boolean)
     else if (a.startsWith('--only=')) opts.only = a.slice(7).split(',').filter(Boolean)
     else if (a.startsWith('--spin=')) opts.spin = Number(a.slice(7))
     else if (a === '--help' || a === '-h') {
       process.stdout.write('usage: node --expose-gc bench/run.js [--quick] [--only=1,3] ' +
-        '[--spin=N] [--no-scaling] [--no-sweep]\n')
+        '[--spin=N] [--sections=table,scaling,sweep]\n')
       process.exit(0)
     } else {
       process.stderr.write(`bench: unknown option ${a}\n`)
@@ -52,10 +52,16 @@ function parseArgs (argv) {
     process.stderr.write('bench: --spin must be a nonnegative integer\n')
     process.exit(2)
   }
-  if (opts.quick) {
-    opts.scaling = false
-    opts.sweep = false
+  const sections = opts.sections || (opts.quick ? ['table'] : ['table', 'scaling', 'sweep'])
+  for (const name of sections) {
+    if (!['table', 'scaling', 'sweep'].includes(name)) {
+      process.stderr.write(`bench: unknown section ${name}\n`)
+      process.exit(2)
+    }
   }
+  opts.table = sections.includes('table')
+  opts.scaling = sections.includes('scaling')
+  opts.sweep = sections.includes('sweep')
   return opts
 }
 
@@ -346,6 +352,7 @@ async function runThreadScaling () {
 // with 2, 4 and 8 threads. Settings are rotated between rounds.
 
 const SPINS = [0, 200, 1000, 4000]
+const SWEEP_ROUNDS = 5
 
 async function sweep (title, unit, higher, configs, anchorName) {
   const rows = []
@@ -354,7 +361,7 @@ async function sweep (title, unit, higher, configs, anchorName) {
     const session = await c.open()
     const tl = SPINS.map(() => [])
     const an = []
-    const rounds = 3
+    const rounds = SWEEP_ROUNDS
     for (let r = -1; r < rounds; r++) {
       const order = SPINS.map((_, k) => (k + Math.max(r, 0)) % SPINS.length)
       for (const k of order) {
@@ -375,7 +382,7 @@ async function sweep (title, unit, higher, configs, anchorName) {
   }
   setSpin(opts.spin === null ? 0 : opts.spin)
   progressDone()
-  process.stdout.write(`\n### ${title} (${unit}, medians of 3)\n\n`)
+  process.stdout.write(`\n### ${title} (${unit}, medians of ${SWEEP_ROUNDS})\n\n`)
   process.stdout.write(table(['threads', ...SPINS.map((s) => `spin ${s}`), anchorName, 'best'], rows))
   return rel
 }
@@ -391,7 +398,7 @@ async function runSpinSweep () {
       [1, 2, 4].map((pairs) => ({
         label: `${2 * pairs} (${pairs} pair${pairs > 1 ? 's' : ''})`,
         open: () => roundtrip.open({ pairs }),
-        sample: (s, impl) => s.sample(impl, 3000)
+        sample: (s, impl) => s.sample(impl, 2000)
       })), 'atomics')])
   }
   if (selected('2')) {
@@ -399,7 +406,7 @@ async function runSpinSweep () {
       [1, 3, 7].map((workers) => ({
         label: `${workers + 1} (main + ${workers})`,
         open: () => waitasync.open({ workers, mode: 'wait' }),
-        sample: (s, impl) => s.sample(impl, 1500)
+        sample: (s, impl) => s.sample(impl, 1000)
       })), 'atomics')])
   }
   if (selected('5')) {
@@ -407,7 +414,7 @@ async function runSpinSweep () {
       rels.push([`row 5 ${mode}`, true, await sweep(`row 5 (${mode}): contended lock throughput`, 'ops/s', true,
         [2, 4, 8].map((threads) => ({
           label: String(threads),
-          open: () => contended.open({ threads, durationMs: 250, mode }),
+          open: () => contended.open({ threads, durationMs: 200, mode }),
           sample: async (s, impl) => (await s.sample(impl)).throughput
         })), 'blog')])
     }
@@ -431,6 +438,12 @@ async function runSpinSweep () {
   process.stdout.write(`\nbest: spin ${SPINS[best]}\n`)
 }
 
+// Other processes on the machine change every number here; the load average
+// at the start and end of the run says whether there were any.
+function loadavg () {
+  return os.loadavg().map((x) => x.toFixed(2)).join(' ')
+}
+
 async function main () {
   // The built-in waitAsync does not keep the event loop alive on its own.
   const keepAlive = setInterval(() => {}, 1 << 30)
@@ -439,15 +452,15 @@ async function main () {
   process.stdout.write(`# threadlock benchmarks\n\nnode ${process.version}, ${os.platform()} ${os.arch()}, ` +
     `${cpus.length} × ${cpus[0] ? cpus[0].model.trim() : 'unknown cpu'}, ` +
     `${Math.round(os.totalmem() / 2 ** 30)} GiB; spin: ${opts.spin === null ? 'binding default' : opts.spin}` +
-    `${quick ? '; --quick' : ''}\n`)
+    `${quick ? '; --quick' : ''}; load average at start ${loadavg()}\n`)
   const t0 = Date.now()
-  await runTable()
+  if (opts.table) await runTable()
   if (opts.scaling) {
     if (selected('3')) await runWaiterScaling()
     if (selected('5')) await runThreadScaling()
   }
   if (opts.sweep && (selected('1') || selected('2') || selected('5'))) await runSpinSweep()
-  process.stdout.write(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s)\n`)
+  process.stdout.write(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s; load average at end ${loadavg()})\n`)
   clearInterval(keepAlive)
 }
 
