@@ -189,6 +189,31 @@ tl__heap_remove(tl_env_t *e, tl_async_t *n)
 
 /* Ready queue. */
 
+/* Appends `n`; returns whether the queue was empty. Expects ready_lock. */
+static int
+tl__ready_append(tl_env_t *e, tl_async_t *n)
+{
+  int was_empty = e->ready_head == NULL;
+
+  n->ready_next = NULL;
+  if (was_empty)
+    e->ready_head = n;
+  else
+    e->ready_tail->ready_next = n;
+  e->ready_tail = n;
+  return was_empty;
+}
+
+/* After an append that found the queue empty, asks the env's thread to
+ * drain it. A closing function refuses the call, which is fine: teardown
+ * frees the nodes either way. */
+static void
+tl__ready_kick(tl_env_t *e, int was_empty)
+{
+  if (was_empty)
+    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+}
+
 /* Runs on any thread: the notifier's (under the bucket lock, through the
  * settle callback) or the env's own timer. Takes ownership of `n`. One
  * threadsafe call is made per batch: only when the queue was empty. */
@@ -199,18 +224,9 @@ tl__make_ready(tl_async_t *n)
   int was_empty;
 
   tl_mutex_lock(&e->ready_lock);
-  n->ready_next = NULL;
-  was_empty = e->ready_head == NULL;
-  if (was_empty)
-    e->ready_head = n;
-  else
-    e->ready_tail->ready_next = n;
-  e->ready_tail = n;
+  was_empty = tl__ready_append(e, n);
   tl_mutex_unlock(&e->ready_lock);
-  /* A closing function refuses the call, which is fine: teardown frees the
-   * node either way. */
-  if (was_empty)
-    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+  tl__ready_kick(e, was_empty);
 }
 
 static void
@@ -308,17 +324,10 @@ tl__named_event(tl_named_t *r, int event)
   n->events |= (uint8_t)event;
   if (!n->in_ready) {
     n->in_ready = 1;
-    n->ready_next = NULL;
-    was_empty = e->ready_head == NULL;
-    if (was_empty)
-      e->ready_head = n;
-    else
-      e->ready_tail->ready_next = n;
-    e->ready_tail = n;
+    was_empty = tl__ready_append(e, n);
   }
   tl_mutex_unlock(&e->ready_lock);
-  if (was_empty)
-    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+  tl__ready_kick(e, was_empty);
 }
 
 /* Env thread: a queued request was granted (its promise resolves to true
