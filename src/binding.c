@@ -15,26 +15,26 @@
 #include "platform.h"
 #include "waiters.h"
 
-#define TL_NAPI_CALL(env, call)                                               \
-  do {                                                                        \
-    if ((call) != napi_ok) {                                                  \
-      tl__throw_last((env), #call);                                           \
-      return NULL;                                                            \
-    }                                                                         \
+#define TL_NAPI_CALL(env, call)                                                \
+  do {                                                                         \
+    if ((call) != napi_ok) {                                                   \
+      tl__throw_last((env), #call);                                            \
+      return NULL;                                                             \
+    }                                                                          \
   } while (0)
 
 /* For callbacks that cannot throw (tsfn, timers, finalizers, hooks). */
-#define TL_NAPI_FATAL(call)                                                   \
-  do {                                                                        \
-    if ((call) != napi_ok)                                                    \
-      napi_fatal_error("threadlock", NAPI_AUTO_LENGTH, #call,                 \
-                       NAPI_AUTO_LENGTH);                                     \
+#define TL_NAPI_FATAL(call)                                                    \
+  do {                                                                         \
+    if ((call) != napi_ok)                                                     \
+      napi_fatal_error("threadlock", NAPI_AUTO_LENGTH, #call,                  \
+                       NAPI_AUTO_LENGTH);                                      \
   } while (0)
 
-#define TL_GET_ARGS(env, info, n, argv)                                       \
-  do {                                                                        \
-    size_t argc_ = (n);                                                       \
-    TL_NAPI_CALL(env, napi_get_cb_info(env, info, &argc_, argv, NULL, NULL)); \
+#define TL_GET_ARGS(env, info, n, argv)                                        \
+  do {                                                                         \
+    size_t argc_ = (n);                                                        \
+    TL_NAPI_CALL(env, napi_get_cb_info(env, info, &argc_, argv, NULL, NULL));  \
   } while (0)
 
 /* How often a sync waiter checks whether its thread is being terminated. */
@@ -46,9 +46,9 @@ typedef struct tl_env_s tl_env_t;
 
 /* What an async node stands for. */
 enum {
-  TL_NODE_WAIT = 0,  /* a plain waitAsync */
-  TL_NODE_GATE = 1,  /* a lock, semaphore or read-write lock request */
-  TL_NODE_NAMED = 2  /* a named lock request, then the held lock */
+  TL_NODE_WAIT = 0, /* a plain waitAsync */
+  TL_NODE_GATE = 1, /* a lock, semaphore or read-write lock request */
+  TL_NODE_NAMED = 2 /* a named lock request, then the held lock */
 };
 
 /* An async waiter. Allocated and freed on its env's thread. While enqueued
@@ -61,7 +61,7 @@ typedef struct tl_async_s {
   struct tl_async_s *drain_next;  /* env thread: the batch being resolved */
   struct tl_async_s *prev, *next; /* env->pending; env thread only */
   napi_deferred deferred;         /* env thread only */
-  napi_ref keep;    /* env thread: the typed array, so its memory stays */
+  napi_ref keep;       /* env thread: the typed array, so its memory stays */
   uint64_t deadline;   /* env thread; UINT64_MAX when there is none */
   uint32_t heap_index; /* env thread; TL_NO_HEAP when not in the heap */
   uint8_t ref;         /* keeps the event loop alive while pending */
@@ -84,7 +84,7 @@ typedef struct tl_named_node_s {
 struct tl_env_s {
   napi_env env;
   napi_threadsafe_function tsfn;
-  uv_timer_t *timer;   /* freed by its close callback */
+  uv_timer_t *timer; /* freed by its close callback */
   tl_mutex_t ready_lock;
   tl_async_t *ready_head; /* protected by ready_lock */
   tl_async_t *ready_tail; /* protected by ready_lock */
@@ -110,10 +110,9 @@ tl__throw_last(napi_env env, const char *what)
   if (pending)
     return;
   napi_get_last_error_info(env, &info);
-  napi_throw_error(env, NULL,
-                   info != NULL && info->error_message != NULL
-                       ? info->error_message
-                       : what);
+  napi_throw_error(
+      env, NULL,
+      info != NULL && info->error_message != NULL ? info->error_message : what);
 }
 
 /* The deadline heap. Env thread only. */
@@ -398,9 +397,8 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
     }
     TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
     if (n->kind == TL_NODE_GATE) {
-      int code = state == TL_NOTIFIED ? (n->w.owner_died
-                                             ? TL_RESULT_OWNER_DIED
-                                             : TL_RESULT_ACQUIRED)
+      int code = state == TL_NOTIFIED ? (n->w.owner_died ? TL_RESULT_OWNER_DIED
+                                                         : TL_RESULT_ACQUIRED)
                                       : TL_RESULT_TIMED_OUT;
       TL_NAPI_FATAL(napi_create_int32(env, code, &result));
     } else {
@@ -554,9 +552,8 @@ tl__expected(napi_env env, napi_value v, int width, int64_t *out)
 {
   if (width == 8) {
     bool lossless;
-    return napi_get_value_bigint_int64(env, v, out, &lossless) == napi_ok
-               ? 0
-               : -1;
+    return napi_get_value_bigint_int64(env, v, out, &lossless) == napi_ok ? 0
+                                                                          : -1;
   }
   int32_t i32;
   if (napi_get_value_int32(env, v, &i32) != napi_ok)
@@ -607,15 +604,14 @@ tl_napi_notify(napi_env env, napi_callback_info info)
   if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[2], &count));
-  return tl__int(env, tl_notify(addr, count >= 9007199254740992.0
-                                          ? -1
-                                          : (int64_t)count));
+  return tl__int(
+      env, tl_notify(addr, count >= 9007199254740992.0 ? -1 : (int64_t)count));
 }
 
 /* Creates a pending node for the calling env; NULL with an exception. */
 static tl_async_t *
-tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout,
-              int ref, int kind)
+tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout, int ref,
+              int kind)
 {
   tl_async_t *n = calloc(1, sizeof(*n));
 
@@ -669,7 +665,6 @@ tl__track(napi_env env, tl_env_t *e, tl_async_t *n)
     tl__arm_timer(e);
   return promise;
 }
-
 
 /* waiterCount(ta, index) -> waiters enqueued on that element. */
 static napi_value
@@ -731,8 +726,7 @@ tl_napi_gate_acquire(napi_env env, napi_callback_info info)
   if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
-  return tl__int(env,
-                 tl_gate_acquire(addr, gate, id, amount, timeout, &probe));
+  return tl__int(env, tl_gate_acquire(addr, gate, id, amount, timeout, &probe));
 }
 
 /* gateRelease(i32, index, gate, id, amount) -> 0 or a TL_E* code. */
@@ -1240,8 +1234,7 @@ tl__env_new(napi_env env)
   e->env = env;
   tl_mutex_init(&e->ready_lock);
   e->timer = malloc(sizeof(*e->timer));
-  if (e->timer == NULL ||
-      napi_get_uv_event_loop(env, &loop) != napi_ok ||
+  if (e->timer == NULL || napi_get_uv_event_loop(env, &loop) != napi_ok ||
       uv_timer_init(loop, e->timer) != 0)
     goto fail;
   e->timer->data = e;
@@ -1259,8 +1252,7 @@ tl__env_new(napi_env env)
   if (napi_add_env_cleanup_hook(env, tl__env_cleanup, e) != napi_ok ||
       napi_set_instance_data(env, e, NULL, NULL) != napi_ok)
     napi_fatal_error("threadlock", NAPI_AUTO_LENGTH,
-                     "cannot register the thread's cleanup",
-                     NAPI_AUTO_LENGTH);
+                     "cannot register the thread's cleanup", NAPI_AUTO_LENGTH);
   return e;
 
 fail_timer:

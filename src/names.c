@@ -14,19 +14,19 @@
 #define TL_NAMES_BUCKETS 256
 
 struct tl_record_s {
-  tl_record_t *next_rec; /* hash chain; protected by tl__names_lock */
+  tl_record_t *next_rec;  /* hash chain; protected by tl__names_lock */
   tl_named_t *queue_head; /* FIFO of requests; protected by the lock */
   tl_named_t *queue_tail;
-  tl_named_t *held;       /* held locks, oldest first; protected */
+  tl_named_t *held; /* held locks, oldest first; protected */
   tl_named_t *held_tail;
-  size_t len;             /* immutable */
-  uint16_t name[];        /* immutable */
+  size_t len;      /* immutable */
+  uint16_t name[]; /* immutable */
 };
 
 static tl_mutex_t tl__names_lock;
 static tl_once_t tl__names_once = TL_ONCE_INIT;
 static tl_record_t *tl__names[TL_NAMES_BUCKETS]; /* protected by the lock */
-static size_t tl__names_count; /* protected by the lock */
+static size_t tl__names_count;                   /* protected by the lock */
 
 static void
 tl__names_init(void)
@@ -150,8 +150,8 @@ tl__process(tl_record_t *rec)
 }
 
 int
-tl_named_request(tl_named_t *r, const uint16_t *name, size_t len,
-                 int exclusive, int if_available, int steal, uint32_t client,
+tl_named_request(tl_named_t *r, const uint16_t *name, size_t len, int exclusive,
+                 int if_available, int steal, uint32_t client,
                  tl_named_cb on_event)
 {
   tl_record_t *rec;
@@ -248,8 +248,7 @@ tl_named_query(tl_named_visit_cb visit, void *data)
   tl_mutex_lock(&tl__names_lock);
   for (int held = 1; held >= 0; held--) {
     for (size_t i = 0; i < TL_NAMES_BUCKETS; i++) {
-      for (tl_record_t *rec = tl__names[i]; rec != NULL;
-           rec = rec->next_rec) {
+      for (tl_record_t *rec = tl__names[i]; rec != NULL; rec = rec->next_rec) {
         tl_named_t *r = held ? rec->held : rec->queue_head;
         for (; r != NULL; r = r->next)
           visit(data, rec->name, rec->len, r->exclusive, r->client, held);

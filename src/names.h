@@ -13,11 +13,11 @@
 #include <stdint.h>
 
 enum {
-  TL_NAMED_QUEUED = 1,    /* waiting in its name's queue */
-  TL_NAMED_HELD = 2,      /* granted and not yet released */
-  TL_NAMED_RELEASED = 3,  /* released by its holder */
-  TL_NAMED_STOLEN = 4,    /* taken away by a steal request */
-  TL_NAMED_CANCELLED = 5, /* withdrawn before a grant */
+  TL_NAMED_QUEUED = 1,     /* waiting in its name's queue */
+  TL_NAMED_HELD = 2,       /* granted and not yet released */
+  TL_NAMED_RELEASED = 3,   /* released by its holder */
+  TL_NAMED_STOLEN = 4,     /* taken away by a steal request */
+  TL_NAMED_CANCELLED = 5,  /* withdrawn before a grant */
   TL_NAMED_UNAVAILABLE = 6 /* ifAvailable and not grantable: not linked */
 };
 
@@ -60,9 +60,8 @@ int tl_named_cancel(tl_named_t *r);
 
 /* Visits every held lock and then every queued request, oldest first per
  * name, under the table lock. */
-typedef void (*tl_named_visit_cb)(void *data, const uint16_t *name,
-                                  size_t len, int exclusive, uint32_t client,
-                                  int held);
+typedef void (*tl_named_visit_cb)(void *data, const uint16_t *name, size_t len,
+                                  int exclusive, uint32_t client, int held);
 void tl_named_query(tl_named_visit_cb visit, void *data);
 
 /* Names with any request or held lock; for tests. */

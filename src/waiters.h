@@ -23,9 +23,9 @@ enum {
 };
 
 /* Errors (negative). */
-#define TL_EDEADLK (-35) /* the caller owns the lock or is queued for it */
-#define TL_ENOTOWNER (-1) /* release by a thread that is not the owner */
-#define TL_EINVAL (-22)   /* a bad gate, id or amount */
+#define TL_EDEADLK (-35)   /* the caller owns the lock or is queued for it */
+#define TL_ENOTOWNER (-1)  /* release by a thread that is not the owner */
+#define TL_EINVAL (-22)    /* a bad gate, id or amount */
 #define TL_EOVERFLOW (-75) /* a release beyond TL_SEM_MASK permits */
 
 /* Lock word layout: 0 is free; otherwise the low 29 bits hold the owner's
@@ -52,11 +52,11 @@ enum {
 
 /* What a gate waiter waits to take. */
 enum {
-  TL_GATE_NONE = 0,  /* a plain wait, woken by tl_notify */
-  TL_GATE_LOCK = 1,  /* the lock, for lock_id */
-  TL_GATE_SEM = 2,   /* `amount` permits */
-  TL_GATE_READ = 3,  /* a read lock */
-  TL_GATE_WRITE = 4  /* the write lock, for lock_id */
+  TL_GATE_NONE = 0, /* a plain wait, woken by tl_notify */
+  TL_GATE_LOCK = 1, /* the lock, for lock_id */
+  TL_GATE_SEM = 2,  /* `amount` permits */
+  TL_GATE_READ = 3, /* a read lock */
+  TL_GATE_WRITE = 4 /* the write lock, for lock_id */
 };
 
 typedef enum tl_state {
@@ -82,16 +82,16 @@ typedef struct tl_probe_s {
 } tl_probe_t;
 
 struct tl_waiter_s {
-  tl_waiter_t *next; /* protected by the bucket lock */
-  tl_waiter_t *prev; /* protected by the bucket lock */
-  uintptr_t addr;    /* set before enqueue; immutable while linked */
-  uint32_t lock_id;  /* gate waiters: the requesting thread's id */
-  uint32_t amount;   /* semaphore waiters: the permits requested */
-  uint8_t gate;      /* TL_GATE_*; immutable while linked */
-  _Atomic int state; /* tl_state_t; written only under the bucket lock */
-  uint8_t owner_died; /* lock waiters: set under the lock with NOTIFIED */
-  uint8_t parked;    /* sync waiters: protected by the bucket lock */
-  uint8_t is_async;  /* immutable */
+  tl_waiter_t *next;   /* protected by the bucket lock */
+  tl_waiter_t *prev;   /* protected by the bucket lock */
+  uintptr_t addr;      /* set before enqueue; immutable while linked */
+  uint32_t lock_id;    /* gate waiters: the requesting thread's id */
+  uint32_t amount;     /* semaphore waiters: the permits requested */
+  uint8_t gate;        /* TL_GATE_*; immutable while linked */
+  _Atomic int state;   /* tl_state_t; written only under the bucket lock */
+  uint8_t owner_died;  /* lock waiters: set under the lock with NOTIFIED */
+  uint8_t parked;      /* sync waiters: protected by the bucket lock */
+  uint8_t is_async;    /* immutable */
   tl_settle_cb settle; /* async waiters: immutable */
 };
 
@@ -137,8 +137,8 @@ int tl_lock_release(int32_t *word, uint32_t id);
  * returns 0, TL_ENOTOWNER or TL_EOVERFLOW; grants go in FIFO order. */
 int tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
                     double timeout_ms, const tl_probe_t *probe);
-int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate,
-                          uint32_t id, uint32_t amount);
+int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
+                          uint32_t amount);
 int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 
 /* The registry of live lock owners. Unregistering hands every lock the id
