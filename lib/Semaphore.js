@@ -111,7 +111,9 @@ class Semaphore {
   /** Runs `callback` holding `options.permits` (1) permits. */
   async runExclusive (callback, options) {
     g.readCallback(callback, 'runExclusive')
-    const permits = options && options.permits
+    // A bad `options` must be reported as such by acquire(), not as bad
+    // permits read from it.
+    const permits = options !== null && typeof options === 'object' ? options.permits : undefined
     const release = await this.acquire(permits, options)
     try {
       return await callback()

@@ -1,0 +1,532 @@
+'use strict'
+
+// Semaphore: the API in one thread, then the guarantees across real worker
+// threads: never more than n permits held at once, FIFO grants (a large
+// request is not starved by small ones), timeouts, aborts, bad input, and
+// workers terminated while they wait. Functions passed to w.run() execute
+// inside the worker (test/fixtures/runner-worker.js); the shared workloads
+// are in test/fixtures/sem-tasks.js.
+
+const assert = require('assert')
+const { Semaphore, LockError, AbortError } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const tasks = require('./fixtures/sem-tasks')
+
+const MAX = 0x3fffffff
+
+// Errors thrown in a worker arrive as plain Errors carrying the name, code
+// and constructor name of the original.
+function assertCode (err, code) {
+  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
+  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
+  assert.strictEqual(err.name, 'LockError')
+  assert.strictEqual(err.code, code)
+}
+
+function assertAbort (err, reason) {
+  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
+  assert.strictEqual(err.name, 'AbortError')
+  assert.strictEqual(err.code, 'ABORT_ERR')
+  assert.strictEqual(err.cause, reason)
+}
+
+async function started (...workers) {
+  await Promise.all(workers.map((w) => w.ready()))
+  return workers
+}
+
+// Opens the semaphore in the worker once; later calls use state.sem.
+function semWorker (sem) {
+  return new TestWorker({
+    data: { handle: sem.handle },
+    init: ({ tl, state, workerData }) => { state.sem = tl.Semaphore.from(workerData.handle) }
+  })
+}
+
+describe('Semaphore (one thread)', () => {
+  it('starts with the given permits in its own buffer or in a slot of a given one', () => {
+    const sem = new Semaphore()
+    assert.strictEqual(sem.value, 1)
+    assert.strictEqual(sem.waiting, 0)
+    assert.ok(sem.handle.buffer instanceof SharedArrayBuffer)
+    assert.strictEqual(sem.handle.buffer.byteLength, 4)
+    assert.strictEqual(sem.handle.byteOffset, 0)
+    assert.strictEqual(new Semaphore(0).value, 0)
+    assert.strictEqual(new Semaphore(MAX).value, MAX)
+
+    const sab = new SharedArrayBuffer(12)
+    const words = new Int32Array(sab)
+    const s = new Semaphore(5, sab, 8)
+    assert.deepStrictEqual([...words], [0, 0, 5])
+    assert.deepStrictEqual(s.handle, { buffer: sab, byteOffset: 8 })
+  })
+
+  it('from(handle) opens the same count without resetting it, also after structured cloning', () => {
+    const sem = new Semaphore(3, new SharedArrayBuffer(8), 4)
+    assert.strictEqual(sem.tryAcquire(2), true)
+    const copy = Semaphore.from(structuredClone(sem.handle))
+    assert.strictEqual(copy.value, 1)
+    assert.strictEqual(copy.tryAcquire(), true)
+    assert.strictEqual(sem.value, 0)
+    sem.release(3)
+    assert.strictEqual(copy.value, 3)
+    assert.strictEqual(Semaphore.from({ buffer: new SharedArrayBuffer(4) }).value, 0)
+  })
+
+  it('tryAcquire takes permits only when all of them are available', () => {
+    const sem = new Semaphore(3)
+    assert.strictEqual(sem.tryAcquire(), true)
+    assert.strictEqual(sem.value, 2)
+    assert.strictEqual(sem.tryAcquire(3), false)
+    assert.strictEqual(sem.value, 2, 'a refused tryAcquire must take nothing')
+    assert.strictEqual(sem.tryAcquire(2), true)
+    assert.strictEqual(sem.tryAcquire(), false)
+    assert.strictEqual(sem.value, 0)
+    sem.release(3)
+    assert.strictEqual(sem.value, 3)
+  })
+
+  it('acquireSync takes available permits; with a timeout it throws ETIMEDOUT and takes nothing', () => {
+    const sem = new Semaphore(2)
+    sem.acquireSync()
+    sem.acquireSync(1, { timeout: 0 })
+    assert.strictEqual(sem.value, 0)
+    sem.release(2)
+    sem.acquireSync(2, { timeout: Infinity })
+    sem.release()
+    const t0 = Date.now()
+    const err = thrown(() => sem.acquireSync(2, { timeout: 40 }))
+    const elapsed = Date.now() - t0
+    assertCode(err, 'ETIMEDOUT')
+    assert.match(err.message, /acquireSync/)
+    assert.ok(elapsed >= 35 && elapsed < 5000, `acquireSync({ timeout: 40 }) gave up after ${elapsed} ms`)
+    assert.strictEqual(sem.value, 1)
+    assert.strictEqual(sem.waiting, 0)
+    assertCode(thrown(() => sem.acquireSync(2, { timeout: 0 })), 'ETIMEDOUT')
+    assert.strictEqual(sem.value, 1)
+  })
+
+  it('acquire resolves with a release function that returns the permits once, also through Symbol.dispose', async () => {
+    const sem = new Semaphore(3)
+    const release = await sem.acquire(2)
+    assert.strictEqual(typeof release, 'function')
+    assert.strictEqual(release.ownerDied, false)
+    assert.strictEqual(sem.value, 1)
+    release()
+    assert.strictEqual(sem.value, 3)
+    release()
+    assert.strictEqual(sem.value, 3, 'a second call of the release function must return nothing')
+    const r2 = await sem.acquire()
+    r2[Symbol.dispose]()
+    r2()
+    assert.strictEqual(sem.value, 3)
+  })
+
+  it('queued requests of one thread are granted in FIFO order: a large one at the head holds back small ones', async () => {
+    const sem = new Semaphore(0)
+    const order = []
+    const sizes = [3, 1, 2, 1]
+    const done = sizes.map((k, i) => sem.acquire(k).then((release) => { order.push(i); return release }))
+    assert.strictEqual(sem.waiting, 4)
+    sem.release(2)
+    await sleep(20)
+    assert.deepStrictEqual(order, [], 'a small request passed the large one at the head')
+    assert.strictEqual(sem.value, 2)
+    assert.strictEqual(sem.tryAcquire(), false, 'tryAcquire must not barge past queued requests')
+    sem.release(2) // 4: the 3 and the 1 behind it
+    await until(() => order.length === 2, 'the first two requests were not granted')
+    await sleep(20)
+    assert.deepStrictEqual(order, [0, 1])
+    assert.strictEqual(sem.value, 0)
+    sem.release(3) // the 2 and the last 1
+    const releases = await within(Promise.all(done), 5000, 'the queued requests were not all granted')
+    assert.deepStrictEqual(order, [0, 1, 2, 3])
+    assert.strictEqual(sem.waiting, 0)
+    for (const r of releases) r()
+    assert.strictEqual(sem.value, 7)
+  })
+
+  it('blocking: false rejects EBUSY, timeout 0 and a running-out timeout reject ETIMEDOUT; nothing stays queued', async () => {
+    const sem = new Semaphore(1)
+    const release = await sem.acquire(1, { blocking: false })
+    assertCode(await rejection(sem.acquire(1, { blocking: false })), 'EBUSY')
+    assertCode(await rejection(sem.acquire(1, { timeout: 0 })), 'ETIMEDOUT')
+    const t0 = Date.now()
+    const p = sem.acquire(1, { timeout: 40 })
+    assert.strictEqual(sem.waiting, 1)
+    const err = await rejection(p)
+    const elapsed = Date.now() - t0
+    assertCode(err, 'ETIMEDOUT')
+    assert.ok(elapsed >= 35, `timed out after ${elapsed} ms, before the 40 ms timeout`)
+    assert.strictEqual(sem.waiting, 0)
+    release()
+    assert.strictEqual(sem.value, 1, 'a timed-out request must not take permits')
+  })
+
+  it('an aborted request rejects with an AbortError whose cause is the reason and leaves the queue', async () => {
+    const sem = new Semaphore(1)
+    const pre = new AbortController()
+    const reason = new Error('not needed')
+    pre.abort(reason)
+    assertAbort(await rejection(sem.acquire(1, { signal: pre.signal })), reason)
+    assert.strictEqual(sem.value, 1, 'an aborted signal must not take permits even when they are free')
+
+    // An aborted large request at the head lets the small one behind it in.
+    const ac = new AbortController()
+    const big = sem.acquire(3, { signal: ac.signal })
+    const small = sem.acquire(1)
+    assert.strictEqual(sem.waiting, 2)
+    await sleep(10)
+    ac.abort(reason)
+    assertAbort(await rejection(big), reason)
+    const release = await within(small, 5000, 'the request behind the aborted one was not granted')
+    assert.strictEqual(sem.waiting, 0)
+    assert.strictEqual(sem.value, 0)
+    release()
+    // An abort after the grant changes nothing.
+    const late = new AbortController()
+    const r = await sem.acquire(1, { signal: late.signal })
+    late.abort()
+    assert.strictEqual(sem.value, 0)
+    r()
+    assert.strictEqual(sem.value, 1)
+  })
+
+  it('runExclusive holds options.permits while the callback runs and returns them however it ends', async () => {
+    const sem = new Semaphore(3)
+    assert.strictEqual(await sem.runExclusive(() => sem.value, { permits: 2 }), 1)
+    assert.strictEqual(await sem.runExclusive(async () => { await sleep(1); return sem.value }), 2)
+    const err = await rejection(sem.runExclusive(() => { throw new Error('boom') }, { permits: 3 }))
+    assert.strictEqual(err.message, 'boom')
+    assert.strictEqual(sem.value, 3)
+    assertCode(await rejection((async () => {
+      const r = await sem.acquire(3)
+      try {
+        return await sem.runExclusive(() => 'ran', { timeout: 10 })
+      } finally {
+        r()
+      }
+    })()), 'ETIMEDOUT')
+    assert.strictEqual(sem.value, 3)
+  })
+
+  it('release() adds permits beyond the initial count, up to 2^30 - 1', () => {
+    const sem = new Semaphore(0)
+    sem.release()
+    sem.release(4)
+    assert.strictEqual(sem.value, 5)
+    sem.release(MAX - 5)
+    assert.strictEqual(sem.value, MAX)
+  })
+
+  describe('bad input: the right error, a clear message, and nothing changed', () => {
+    const sab = () => new SharedArrayBuffer(8)
+    const ctorCases = [
+      ['permits -1', () => new Semaphore(-1), RangeError, /permits/],
+      ['permits 1.5', () => new Semaphore(1.5), RangeError, /permits/],
+      ['permits NaN', () => new Semaphore(NaN), RangeError, /permits/],
+      ['permits 2^30', () => new Semaphore(2 ** 30), RangeError, /permits/],
+      ['permits "1"', () => new Semaphore('1'), TypeError, /permits/],
+      ['permits null', () => new Semaphore(null), TypeError, /permits/],
+      ['an ArrayBuffer', () => new Semaphore(1, new ArrayBuffer(4)), TypeError, /SharedArrayBuffer/],
+      ['an Int32Array', () => new Semaphore(1, new Int32Array(sab())), TypeError, /SharedArrayBuffer/],
+      ['byteOffset 2', () => new Semaphore(1, sab(), 2), RangeError, /byteOffset/],
+      ['byteOffset past the end', () => new Semaphore(1, sab(), 8), RangeError, /byteOffset/],
+      ['byteOffset -4', () => new Semaphore(1, sab(), -4), RangeError, /byteOffset/],
+      ['byteOffset "0"', () => new Semaphore(1, sab(), '0'), TypeError, /byteOffset/],
+      ['from(undefined)', () => Semaphore.from(), TypeError, /Semaphore\.from.*handle/],
+      ['from({})', () => Semaphore.from({}), TypeError, /Semaphore\.from.*SharedArrayBuffer/],
+      ['from byteOffset 1', () => Semaphore.from({ buffer: sab(), byteOffset: 1 }), RangeError, /Semaphore\.from.*byteOffset/]
+    ]
+    for (const [name, fn, type, message] of ctorCases) {
+      it(`constructor / from: ${name}`, () => {
+        const err = thrown(fn)
+        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+        assert.match(err.message, message)
+      })
+    }
+
+    it('a refused constructor does not write to the given buffer', () => {
+      const buffer = new SharedArrayBuffer(8)
+      const words = new Int32Array(buffer)
+      words[0] = 7
+      words[1] = 9
+      thrown(() => new Semaphore(2 ** 30, buffer, 0))
+      thrown(() => new Semaphore(1, buffer, 6))
+      thrown(() => new Semaphore(-1, buffer, 4))
+      assert.deepStrictEqual([...words], [7, 9])
+    })
+
+    const syncCases = [
+      ['tryAcquire(0)', (s) => s.tryAcquire(0), RangeError, /permits/],
+      ['tryAcquire(-1)', (s) => s.tryAcquire(-1), RangeError, /permits/],
+      ['tryAcquire(1.5)', (s) => s.tryAcquire(1.5), RangeError, /permits/],
+      ['tryAcquire(2^30)', (s) => s.tryAcquire(2 ** 30), RangeError, /permits/],
+      ['tryAcquire("1")', (s) => s.tryAcquire('1'), TypeError, /permits/],
+      ['tryAcquire(null)', (s) => s.tryAcquire(null), TypeError, /permits/],
+      ['acquireSync(0)', (s) => s.acquireSync(0), RangeError, /permits/],
+      ['acquireSync(1n)', (s) => s.acquireSync(1n), TypeError, /permits/],
+      ['acquireSync(1, null)', (s) => s.acquireSync(1, null), TypeError, /options/],
+      ['acquireSync(1, 5)', (s) => s.acquireSync(1, 5), TypeError, /options/],
+      ['acquireSync timeout -1', (s) => s.acquireSync(1, { timeout: -1 }), RangeError, /timeout/],
+      ['acquireSync timeout NaN', (s) => s.acquireSync(1, { timeout: NaN }), RangeError, /timeout/],
+      ['acquireSync timeout "5"', (s) => s.acquireSync(1, { timeout: '5' }), TypeError, /timeout/],
+      ['release(0)', (s) => s.release(0), RangeError, /permits/],
+      ['release(-2)', (s) => s.release(-2), RangeError, /permits/],
+      ['release("1")', (s) => s.release('1'), TypeError, /permits/],
+      ['release past 2^30 - 1', (s) => s.release(MAX - 1), RangeError, /exceed/]
+    ]
+    for (const [name, fn, type, message] of syncCases) {
+      it(`throws: ${name}`, () => {
+        const sem = new Semaphore(2)
+        const err = thrown(() => fn(sem))
+        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+        assert.match(err.message, message)
+        assert.strictEqual(sem.value, 2)
+        assert.strictEqual(sem.waiting, 0)
+      })
+    }
+
+    it('release past the maximum while requests are queued throws RangeError and changes nothing', async () => {
+      const sem = new Semaphore(MAX - 1)
+      const queued = sem.acquire(MAX)
+      assert.strictEqual(sem.waiting, 1)
+      const err = thrown(() => sem.release(2))
+      assert.strictEqual(err.constructor, RangeError)
+      assert.match(err.message, /exceed/)
+      assert.strictEqual(sem.value, MAX - 1)
+      assert.strictEqual(sem.waiting, 1)
+      sem.release(1)
+      const release = await within(queued, 5000, 'the queued request was not granted')
+      assert.strictEqual(sem.value, 0)
+      release()
+      assert.strictEqual(sem.value, MAX)
+    })
+
+    const asyncCases = [
+      ['acquire(0)', (s) => s.acquire(0), RangeError, /permits/],
+      ['acquire("2")', (s) => s.acquire('2'), TypeError, /permits/],
+      ['acquire(1, null)', (s) => s.acquire(1, null), TypeError, /options/],
+      ['acquire timeout -1', (s) => s.acquire(1, { timeout: -1 }), RangeError, /timeout/],
+      ['acquire timeout "1"', (s) => s.acquire(1, { timeout: '1' }), TypeError, /timeout/],
+      ['acquire signal {}', (s) => s.acquire(1, { signal: {} }), TypeError, /signal/],
+      ['acquire blocking "no"', (s) => s.acquire(1, { blocking: 'no' }), TypeError, /blocking/],
+      ['acquire ref 1', (s) => s.acquire(1, { ref: 1 }), TypeError, /ref/],
+      ['acquire blocking false + timeout', (s) => s.acquire(1, { blocking: false, timeout: 5 }), TypeError, /timeout/],
+      ['runExclusive("f")', (s) => s.runExclusive('f'), TypeError, /callback/],
+      ['runExclusive permits 0', (s) => s.runExclusive(() => {}, { permits: 0 }), RangeError, /permits/],
+      ['runExclusive options null', (s) => s.runExclusive(() => {}, null), TypeError, /options/],
+      ['runExclusive options 5', (s) => s.runExclusive(() => {}, 5), TypeError, /options/]
+    ]
+    for (const [name, fn, type, message] of asyncCases) {
+      it(`rejects (never throws): ${name}`, async () => {
+        const sem = new Semaphore(2)
+        let p
+        assert.doesNotThrow(() => { p = fn(sem) })
+        assert.ok(p instanceof Promise)
+        const err = await rejection(p)
+        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+        assert.match(err.message, message)
+        assert.strictEqual(sem.value, 2)
+        assert.strictEqual(sem.waiting, 0)
+      })
+    }
+  })
+})
+
+describe('Semaphore across threads', function () {
+  afterEach(cleanup)
+
+  it('a handle posted to a worker opens the same permits there', async () => {
+    const sem = new Semaphore(4, new SharedArrayBuffer(16), 12)
+    const [w] = await started(semWorker(sem))
+    assert.deepStrictEqual(await w.run(({ state }) => {
+      const before = state.sem.value
+      state.sem.acquireSync(3)
+      return [before, state.sem.value]
+    }, undefined, 5000), [4, 1])
+    assert.strictEqual(sem.value, 1)
+    assert.strictEqual(sem.tryAcquire(2), false)
+    sem.release(2) // any thread may return permits
+    assert.strictEqual(await w.run(({ state }) => state.sem.value, undefined, 5000), 3)
+  })
+
+  it('never more than n permits in use: main + 3 workers with 1- and 2-permit requests, exact totals', async () => {
+    const PERMITS = 3
+    const ITERATIONS = 600
+    const sem = new Semaphore(PERMITS)
+    const stats = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const arg = { handle: sem.handle, stats, permits: PERMITS, iterations: ITERATIONS }
+    const workers = await started(new TestWorker(), new TestWorker(), new TestWorker())
+    const runs = workers.map((w, i) => w.run(({ tl, require }, arg) =>
+      require('./sem-tasks').holders(tl, arg), { ...arg, offset: i + 1 }))
+    const mine = tasks.holders(require('..'), arg)
+    const taken = await within(Promise.all([mine, ...runs]), 25000, 'the holders did not finish')
+    assert.strictEqual(Atomics.load(stats, tasks.OVER), 0, `more than ${PERMITS} permits were in use at once`)
+    assert.ok(Atomics.load(stats, tasks.MAX_IN_USE) <= PERMITS)
+    assert.ok(Atomics.load(stats, tasks.MAX_IN_USE) >= 2, 'the holders never overlapped: the test measured nothing')
+    assert.strictEqual(Atomics.load(stats, tasks.TAKEN), taken.reduce((a, b) => a + b, 0))
+    assert.strictEqual(Atomics.load(stats, tasks.IN_USE), 0)
+    assert.strictEqual(sem.value, PERMITS)
+    assert.strictEqual(sem.waiting, 0)
+  })
+
+  it('FIFO across threads: sync and async requests of several sizes are granted in order, none barging', async () => {
+    const sem = new Semaphore(0)
+    // order[0] counts the tags that follow it.
+    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const record = (tag) => { order[Atomics.add(order, 0, 1) + 1] = tag }
+    const granted = () => [...order.subarray(1, 1 + Atomics.load(order, 0))]
+    const workers = await started(...[1, 2, 3, 4].map(() =>
+      new TestWorker({ data: { handle: sem.handle, order } })))
+    const runs = []
+    const enqueue = async (start) => {
+      runs.push(start())
+      const n = runs.length
+      await until(() => sem.waiting === n, `request ${n} did not queue`)
+    }
+    // Grantees keep their permits, so each step below shows exactly who fits.
+    const syncReq = (w, tag, k) => enqueue(() => w.run(({ tl, workerData }, [tag, k]) => {
+      tl.Semaphore.from(workerData.handle).acquireSync(k, { timeout: 20000 })
+      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+    }, [tag, k]))
+    const asyncReq = (w, tag, k) => enqueue(() => w.run(async ({ tl, workerData }, [tag, k]) => {
+      await tl.Semaphore.from(workerData.handle).acquire(k)
+      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+    }, [tag, k]))
+    await syncReq(workers[0], 1, 3)
+    await asyncReq(workers[1], 2, 1)
+    await enqueue(() => sem.acquire(2).then(() => record(3)))
+    await syncReq(workers[2], 4, 1)
+    await asyncReq(workers[3], 5, 2)
+
+    const step = async (permits, expected, value) => {
+      sem.release(permits)
+      await until(() => granted().length === expected.length, `after release(${permits}) expected ${expected}, got ${granted()}`)
+      await sleep(30) // time for a wrong grant to show
+      assert.deepStrictEqual(granted(), expected)
+      assert.strictEqual(sem.value, value)
+      assert.strictEqual(sem.waiting, 5 - expected.length)
+    }
+    await step(2, [], 2) // 3 at the head: the 1 behind it must not pass
+    await step(1, [1], 0)
+    await step(2, [1, 2], 1) // then 2 wants 2: the 1 behind it waits
+    await step(1, [1, 2, 3], 0)
+    await step(3, [1, 2, 3, 4, 5], 0)
+    await within(Promise.all(runs), 5000, 'not every request finished')
+  })
+
+  it('a large request is not starved by a stream of small ones (async in main, sync in a worker)', async () => {
+    const sem = new Semaphore(2)
+    // shared[0]: small grants so far; shared[1]: stop.
+    const shared = new Int32Array(new SharedArrayBuffer(8))
+    const arg = { handle: sem.handle, shared }
+    const [a, b, c] = await started(new TestWorker(), new TestWorker(), new TestWorker({ data: arg }))
+    const hammer = ({ tl, require }, arg) => require('./sem-tasks').hammer(tl, arg)
+    const runs = [a.run(hammer, arg), b.run(hammer, arg)]
+    try {
+      await until(() => Atomics.load(shared, 0) > 1000, 'the small requests did not start')
+      // Between asking for both permits and getting them, only the small
+      // requests already queued or holding may pass; the bound leaves room
+      // for a preemption before the large request is queued.
+      const gaps = []
+      for (let round = 0; round < 15; round++) {
+        const before = Atomics.load(shared, 0)
+        const release = await within(sem.acquire(2), 5000, 'the large async request starved')
+        gaps.push(Atomics.load(shared, 0) - before)
+        release()
+      }
+      assert.ok(Math.max(...gaps) <= 50, `small requests passed a waiting large one: ${gaps}`)
+      const syncGaps = await c.run(({ tl, workerData }) => {
+        const sem = tl.Semaphore.from(workerData.handle)
+        const s = workerData.shared
+        const gaps = []
+        for (let round = 0; round < 15; round++) {
+          const before = Atomics.load(s, 0)
+          sem.acquireSync(2, { timeout: 5000 })
+          gaps.push(Atomics.load(s, 0) - before)
+          sem.release(2)
+        }
+        return gaps
+      }, undefined, 15000)
+      assert.ok(Math.max(...syncGaps) <= 50, `small requests passed a waiting acquireSync(2): ${syncGaps}`)
+    } finally {
+      Atomics.store(shared, 1, 1)
+    }
+    const counts = await within(Promise.all(runs), 10000, 'the small requests did not stop')
+    assert.strictEqual(counts[0] + counts[1], Atomics.load(shared, 0))
+    assert.strictEqual(sem.value, 2)
+  })
+
+  it('timeouts while a worker holds the permits, in main and in another worker', async () => {
+    const sem = new Semaphore(2)
+    const [holder, other] = await started(semWorker(sem), semWorker(sem))
+    await holder.run(({ state }) => state.sem.acquireSync(2), undefined, 5000)
+    const t0 = Date.now()
+    assertCode(thrown(() => sem.acquireSync(1, { timeout: 40 })), 'ETIMEDOUT')
+    assert.ok(Date.now() - t0 >= 35)
+    assertCode(await rejection(sem.acquire(1, { timeout: 30 })), 'ETIMEDOUT')
+    assertCode(await rejection(other.run(({ state }) => state.sem.acquireSync(1, { timeout: 30 }))), 'ETIMEDOUT')
+    assertCode(await rejection(other.run(({ state }) => state.sem.acquire(1, { timeout: 30 }))), 'ETIMEDOUT')
+    assert.strictEqual(sem.waiting, 0)
+    assert.strictEqual(sem.value, 0)
+    await holder.run(({ state }) => state.sem.release(2), undefined, 5000)
+    assert.strictEqual(sem.value, 2, 'a timed-out request must not keep permits')
+  })
+
+  it('an aborted request leaves the queue and the worker behind it is granted', async () => {
+    const sem = new Semaphore(1)
+    const [w] = await started(semWorker(sem))
+    const ac = new AbortController()
+    const mine = sem.acquire(2, { signal: ac.signal })
+    const theirs = w.run(({ state }) => { state.sem.acquireSync(1); return state.sem.value })
+    await until(() => sem.waiting === 2, 'the worker did not queue')
+    const reason = new Error('changed my mind')
+    ac.abort(reason)
+    assertAbort(await rejection(mine), reason)
+    assert.strictEqual(await within(theirs, 5000, 'the worker behind the aborted request was not granted'), 0)
+    assert.strictEqual(sem.waiting, 0)
+    await w.run(({ state }) => state.sem.release(), undefined, 5000)
+    assert.strictEqual(sem.value, 1)
+  })
+
+  for (const form of ['acquireSync', 'acquire']) {
+    it(`a worker terminated while blocked in ${form}() leaves the queue at once; the request behind it is granted`, async () => {
+      const sem = new Semaphore(1)
+      const [w, next] = await started(semWorker(sem), semWorker(sem))
+      const blocked = form === 'acquireSync'
+        ? w.run(({ state }) => state.sem.acquireSync(3))
+        : w.run(({ state }) => state.sem.acquire(3).then(() => 'granted'))
+      blocked.catch(() => {})
+      await until(() => sem.waiting === 1, 'the worker did not queue')
+      const mine = sem.acquire(1)
+      assert.strictEqual(sem.waiting, 2)
+      await sleep(20)
+      const ms = await w.terminate()
+      assert.ok(ms < 2000, `terminate() took ${ms} ms`)
+      const release = await within(mine, 5000, 'the request behind the terminated worker was not granted')
+      assert.strictEqual(sem.waiting, 0)
+      assert.strictEqual(sem.value, 0)
+      release()
+      // The other threads keep working with the same semaphore.
+      assert.strictEqual(await next.run(async ({ state }) => {
+        state.sem.acquireSync(1, { timeout: 5000 })
+        state.sem.release(1)
+        const r = await state.sem.acquire(1, { timeout: 5000 })
+        r()
+        return state.sem.value
+      }, undefined, 5000), 1)
+      assert.strictEqual(sem.value, 1)
+    })
+  }
+
+  it('permits have no owner: a worker that dies holding permits does not return them', async () => {
+    const sem = new Semaphore(3)
+    const [w] = await started(semWorker(sem))
+    await w.run(({ state }) => state.sem.acquireSync(2), undefined, 5000)
+    await w.terminate()
+    assert.strictEqual(sem.value, 1)
+    sem.release(2) // whoever knows they are lost can return them
+    assert.strictEqual(sem.value, 3)
+  })
+})
