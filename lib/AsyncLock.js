@@ -33,8 +33,14 @@ function validateBuffer (buffer, byteOffset, where) {
   if (!types.isSharedArrayBuffer(buffer)) {
     throw new TypeError(`${where}: buffer must be a SharedArrayBuffer, received ${describe(buffer)}`)
   }
-  if (typeof byteOffset !== 'number' || !Number.isInteger(byteOffset)) {
-    throw new TypeError(`${where}: byteOffset must be an integer, received ${describe(byteOffset)}`)
+  // As Node's own validators do: a value of the wrong type is a TypeError, a
+  // number that is not a usable offset (fractional, NaN, out of range) a
+  // RangeError.
+  if (typeof byteOffset !== 'number') {
+    throw new TypeError(`${where}: byteOffset must be a number, received ${describe(byteOffset)}`)
+  }
+  if (!Number.isInteger(byteOffset)) {
+    throw new RangeError(`${where}: byteOffset must be an integer, received ${byteOffset}`)
   }
   if (byteOffset < 0 || byteOffset % 4 !== 0 || byteOffset + 4 > buffer.byteLength) {
     throw new RangeError(`${where}: byteOffset must be a multiple of 4 with 4 bytes available in the buffer (byteLength ${buffer.byteLength}), received ${byteOffset}`)
@@ -208,12 +214,19 @@ class AsyncLock {
    * Requests are granted in FIFO order across all threads.
    */
   acquire (options) {
-    let o
     try {
-      o = readAcquireOptions(options, 'acquire')
+      return this.#acquire(options, 'acquire')
     } catch (err) {
+      // Bad options, a throwing option getter or a wrong receiver: a
+      // promise-returning method reports every failure through its promise.
       return Promise.reject(err)
     }
+  }
+
+  // The promise API's common path; `where` names the public method in
+  // error messages. May throw synchronously on bad options.
+  #acquire (options, where) {
+    const o = readAcquireOptions(options, where)
     if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
     if (compareExchange(this.#i32, 0, 0, selfId) === 0) return Promise.resolve(this.#release())
     if (!o.blocking || o.timeout === 0) {
@@ -256,7 +269,7 @@ class AsyncLock {
     if (typeof callback !== 'function') {
       throw new TypeError(`runExclusive: callback must be a function, received ${describe(callback)}`)
     }
-    const release = await this.acquire(options)
+    const release = await this.#acquire(options, 'runExclusive')
     try {
       return await callback()
     } finally {
@@ -269,7 +282,7 @@ class AsyncLock {
     if (typeof f !== 'function') {
       throw new TypeError(`executeLocked: f must be a function, received ${describe(f)}`)
     }
-    const release = await this.acquire()
+    const release = await this.#acquire(undefined, 'executeLocked')
     try {
       return await f()
     } finally {
