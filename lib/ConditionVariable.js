@@ -42,6 +42,7 @@ class ConditionVariable {
 
   static from (handle) {
     const { buffer, byteOffset } = g.readHandle(handle, 'ConditionVariable.from')
+    g.validateSlot(buffer, byteOffset, 4, 'ConditionVariable.from')
     return new ConditionVariable(buffer, byteOffset)
   }
 

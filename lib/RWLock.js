@@ -35,6 +35,7 @@ class RWLock {
 
   static from (handle) {
     const { buffer, byteOffset } = g.readHandle(handle, 'RWLock.from')
+    g.validateSlot(buffer, byteOffset, 4, 'RWLock.from')
     return new RWLock(buffer, byteOffset)
   }
 

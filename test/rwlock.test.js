@@ -1,0 +1,577 @@
+'use strict'
+
+// RWLock: the API in one thread, then across real worker threads: readers
+// together, a writer alone, a writer not starved by a stream of readers,
+// FIFO grants, a writer that dies holding the lock (terminate() or a normal
+// exit), timeouts, aborts, bad input, and workers terminated while they
+// wait. Functions passed to w.run() execute inside the worker
+// (test/fixtures/runner-worker.js); shared workloads are in
+// test/fixtures/rw-tasks.js.
+
+const assert = require('assert')
+const path = require('path')
+const { Worker, threadId } = require('worker_threads')
+const { RWLock, LockError, AbortError } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const tasks = require('./fixtures/rw-tasks')
+
+const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
+
+// Errors thrown in a worker arrive as plain Errors carrying the name, code
+// and constructor name of the original.
+function assertCode (err, code) {
+  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
+  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
+  assert.strictEqual(err.name, 'LockError')
+  assert.strictEqual(err.code, code)
+}
+
+function assertAbort (err, reason) {
+  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
+  assert.strictEqual(err.code, 'ABORT_ERR')
+  assert.strictEqual(err.cause, reason)
+}
+
+function state (rw) {
+  return { readers: rw.readers, writer: rw.writer, waiting: rw.waiting }
+}
+
+async function started (...workers) {
+  await Promise.all(workers.map((w) => w.ready()))
+  return workers
+}
+
+// Opens the lock in the worker once; later calls use state.rw.
+function rwWorker (rw, data) {
+  return new TestWorker({
+    data: { handle: rw.handle, ...data },
+    init: ({ tl, state, workerData }) => { state.rw = tl.RWLock.from(workerData.handle) }
+  })
+}
+
+// Starts test/fixtures/rw-exit-holding.js; resolves once it holds the lock.
+function exitHolding (rw, workerData) {
+  const worker = new Worker(EXIT_HOLDING, { workerData: { handle: rw.handle, ...workerData } })
+  const exited = new Promise((resolve) => worker.once('exit', resolve))
+  const locked = new Promise((resolve, reject) => {
+    worker.once('message', resolve)
+    worker.once('error', reject)
+    exited.then((code) => reject(new Error(`the worker exited (code ${code}) before it locked`)))
+  })
+  return { worker, exited, locked: within(locked, 10000, 'the exiting worker did not lock') }
+}
+
+describe('RWLock (one thread)', () => {
+  it('starts free, in its own buffer or in a slot of a given one; from(handle) opens the same lock', () => {
+    const rw = new RWLock()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+    assert.strictEqual(rw.handle.buffer.byteLength, 4)
+    assert.strictEqual(rw.handle.byteOffset, 0)
+    const sab = new SharedArrayBuffer(8)
+    const a = new RWLock(sab, 4)
+    const copy = RWLock.from(structuredClone(a.handle))
+    assert.strictEqual(a.tryWriteLock(), true)
+    assert.strictEqual(copy.writer, threadId)
+    assert.strictEqual(new Int32Array(sab)[0], 0, 'the lock must use only its own slot')
+    copy.writeUnlock()
+    assert.strictEqual(a.writer, null)
+    assert.strictEqual(RWLock.from({ buffer: sab }).readers, 0)
+  })
+
+  it('try-forms: many read locks or one write lock, never both', () => {
+    const rw = new RWLock()
+    assert.strictEqual(rw.tryReadLock(), true)
+    assert.strictEqual(rw.tryReadLock(), true)
+    assert.strictEqual(rw.readers, 2)
+    assert.strictEqual(rw.tryWriteLock(), false)
+    rw.readUnlock()
+    assert.strictEqual(rw.tryWriteLock(), false)
+    rw.readUnlock()
+    assert.strictEqual(rw.tryWriteLock(), true)
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: threadId, waiting: 0 })
+    assert.strictEqual(rw.tryWriteLock(), false, 'not even the writer may take it twice')
+    assert.strictEqual(rw.tryReadLock(), false)
+    rw.writeUnlock()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('blocking forms: EDEADLK instead of waiting for itself; timeouts throw ETIMEDOUT and leave nothing queued', () => {
+    const rw = new RWLock()
+    rw.writeLock()
+    assertCode(thrown(() => rw.writeLock()), 'EDEADLK')
+    assertCode(thrown(() => rw.readLock({ timeout: 1000 })), 'EDEADLK')
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: threadId, waiting: 0 })
+    rw.writeUnlock()
+    rw.readLock()
+    rw.readLock({ timeout: 0 })
+    const t0 = Date.now()
+    // A reader cannot upgrade: readers are not named, so only the timeout ends this.
+    const err = thrown(() => rw.writeLock({ timeout: 40 }))
+    const elapsed = Date.now() - t0
+    assertCode(err, 'ETIMEDOUT')
+    assert.match(err.message, /writeLock/)
+    assert.ok(elapsed >= 35 && elapsed < 5000, `writeLock({ timeout: 40 }) gave up after ${elapsed} ms`)
+    assert.deepStrictEqual(state(rw), { readers: 2, writer: null, waiting: 0 })
+    rw.readUnlock()
+    rw.readUnlock()
+    rw.writeLock({ timeout: 0 })
+    rw.writeUnlock()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('unlocking what is not held throws ENOTOWNER and changes nothing', () => {
+    const rw = new RWLock()
+    assertCode(thrown(() => rw.readUnlock()), 'ENOTOWNER')
+    assertCode(thrown(() => rw.writeUnlock()), 'ENOTOWNER')
+    rw.readLock()
+    assertCode(thrown(() => rw.writeUnlock()), 'ENOTOWNER')
+    assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
+    rw.readUnlock()
+    rw.writeLock()
+    assertCode(thrown(() => rw.readUnlock()), 'ENOTOWNER')
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: threadId, waiting: 0 })
+    rw.writeUnlock()
+  })
+
+  it('the promise forms resolve with release functions that unlock once', async () => {
+    const rw = new RWLock()
+    const r1 = await rw.acquireRead()
+    const r2 = await rw.acquireRead()
+    assert.strictEqual(r1.ownerDied, false)
+    assert.strictEqual(rw.readers, 2)
+    r1()
+    r1()
+    assert.strictEqual(rw.readers, 1, 'a second call of a read release must not unlock another read lock')
+    r2[Symbol.dispose]()
+    const w = await rw.acquireWrite()
+    assert.strictEqual(w.ownerDied, false)
+    assert.strictEqual(rw.writer, threadId)
+    w()
+    w()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+    assert.strictEqual(await rw.runRead(() => rw.readers), 1)
+    assert.strictEqual(await rw.runWrite(async () => { await sleep(1); return rw.writer }), threadId)
+    assert.strictEqual((await rejection(rw.runWrite(() => { throw new Error('boom') }))).message, 'boom')
+    assert.strictEqual((await rejection(rw.runRead(async () => { throw new Error('boom') }))).message, 'boom')
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('FIFO in one thread: readers queued together enter together, a queued writer holds back later readers', async () => {
+    const rw = new RWLock()
+    const hold = await rw.acquireWrite()
+    const order = []
+    const req = (kind, tag) => (kind === 'r' ? rw.acquireRead() : rw.acquireWrite())
+      .then((release) => { order.push(tag); return release })
+    const r1 = req('r', 'r1')
+    const r2 = req('r', 'r2')
+    const w1 = req('w', 'w1')
+    const r3 = req('r', 'r3')
+    assert.strictEqual(rw.waiting, 4)
+    hold()
+    const [rel1, rel2] = await within(Promise.all([r1, r2]), 5000, 'the first readers were not granted')
+    await sleep(20)
+    assert.deepStrictEqual(order, ['r1', 'r2'])
+    assert.strictEqual(rw.readers, 2)
+    assert.strictEqual(rw.tryReadLock(), false, 'a new reader must not pass a queued writer')
+    rel1()
+    await sleep(10)
+    assert.deepStrictEqual(order, ['r1', 'r2'], 'the writer entered while a reader still held the lock')
+    rel2()
+    const relW = await within(w1, 5000, 'the writer was not granted')
+    assert.strictEqual(rw.writer, threadId)
+    relW()
+    ;(await within(r3, 5000, 'the last reader was not granted'))()
+    assert.deepStrictEqual(order, ['r1', 'r2', 'w1', 'r3'])
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('blocking: false rejects EBUSY, timeouts reject ETIMEDOUT, and nothing stays queued', async () => {
+    const rw = new RWLock()
+    const hold = await rw.acquireWrite({ blocking: false })
+    assertCode(await rejection(rw.acquireRead({ blocking: false })), 'EBUSY')
+    assertCode(await rejection(rw.acquireWrite({ blocking: false })), 'EBUSY')
+    assertCode(await rejection(rw.acquireRead({ timeout: 0 })), 'ETIMEDOUT')
+    const t0 = Date.now()
+    const p = rw.acquireRead({ timeout: 40 })
+    assert.strictEqual(rw.waiting, 1)
+    assertCode(await rejection(p), 'ETIMEDOUT')
+    assert.ok(Date.now() - t0 >= 35)
+    assertCode(await rejection(rw.runWrite(() => {}, { timeout: 20 })), 'ETIMEDOUT')
+    assert.strictEqual(rw.waiting, 0)
+    hold()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 }, 'a timed-out request must not get the lock')
+    const r = await rw.acquireRead({ blocking: false })
+    r()
+  })
+
+  it('aborts reject with an AbortError whose cause is the reason; an aborted writer lets the readers behind it in', async () => {
+    const rw = new RWLock()
+    const pre = new AbortController()
+    const reason = new Error('no longer needed')
+    pre.abort(reason)
+    assertAbort(await rejection(rw.acquireWrite({ signal: pre.signal })), reason)
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+
+    const reading = await rw.acquireRead()
+    const ac = new AbortController()
+    const writer = rw.acquireWrite({ signal: ac.signal })
+    const reader = rw.acquireRead()
+    assert.strictEqual(rw.waiting, 2)
+    await sleep(10)
+    assert.strictEqual(rw.readers, 1, 'the reader passed the queued writer')
+    ac.abort(reason)
+    assertAbort(await rejection(writer), reason)
+    const r2 = await within(reader, 5000, 'the reader behind the aborted writer was not let in')
+    assert.deepStrictEqual(state(rw), { readers: 2, writer: null, waiting: 0 })
+    reading()
+    r2()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  describe('bad input: the right error, a clear message, and nothing changed', () => {
+    const ctorCases = [
+      ['an ArrayBuffer', () => new RWLock(new ArrayBuffer(4)), TypeError, /SharedArrayBuffer/],
+      ['byteOffset 2', () => new RWLock(new SharedArrayBuffer(8), 2), RangeError, /byteOffset/],
+      ['byteOffset past the end', () => new RWLock(new SharedArrayBuffer(4), 4), RangeError, /byteOffset/],
+      ['byteOffset "4"', () => new RWLock(new SharedArrayBuffer(8), '4'), TypeError, /byteOffset/],
+      ['from(null)', () => RWLock.from(null), TypeError, /RWLock\.from.*handle/],
+      ['from({ buffer: 1 })', () => RWLock.from({ buffer: 1 }), TypeError, /RWLock\.from.*SharedArrayBuffer/],
+      ['from byteOffset -4', () => RWLock.from({ buffer: new SharedArrayBuffer(8), byteOffset: -4 }), RangeError, /RWLock\.from.*byteOffset/]
+    ]
+    for (const [name, fn, type, message] of ctorCases) {
+      it(`constructor / from: ${name}`, () => {
+        const err = thrown(fn)
+        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+        assert.match(err.message, message)
+      })
+    }
+
+    // Each case runs with one read lock held by this thread.
+    const syncCases = [
+      ['readLock(null)', (rw) => rw.readLock(null), TypeError, /options/],
+      ['readLock timeout -1', (rw) => rw.readLock({ timeout: -1 }), RangeError, /timeout/],
+      ['writeLock timeout "5"', (rw) => rw.writeLock({ timeout: '5' }), TypeError, /timeout/],
+      ['writeLock timeout NaN', (rw) => rw.writeLock({ timeout: NaN }), RangeError, /timeout/],
+      ['writeLock(3)', (rw) => rw.writeLock(3), TypeError, /options/]
+    ]
+    for (const [name, fn, type, message] of syncCases) {
+      it(`throws: ${name}`, () => {
+        const rw = new RWLock()
+        rw.readLock()
+        const err = thrown(() => fn(rw))
+        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+        assert.match(err.message, message)
+        assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
+      })
+    }
+
+    const asyncCases = [
+      ['acquireRead(null)', (rw) => rw.acquireRead(null), TypeError, /options/],
+      ['acquireRead timeout -1', (rw) => rw.acquireRead({ timeout: -1 }), RangeError, /timeout/],
+      ['acquireWrite signal "x"', (rw) => rw.acquireWrite({ signal: 'x' }), TypeError, /signal/],
+      ['acquireWrite blocking 0', (rw) => rw.acquireWrite({ blocking: 0 }), TypeError, /blocking/],
+      ['acquireWrite ref "no"', (rw) => rw.acquireWrite({ ref: 'no' }), TypeError, /ref/],
+      ['acquireRead blocking false + timeout', (rw) => rw.acquireRead({ blocking: false, timeout: 1 }), TypeError, /timeout/],
+      ['runRead(42)', (rw) => rw.runRead(42), TypeError, /callback/],
+      ['runWrite(fn, timeout -1)', (rw) => rw.runWrite(() => {}, { timeout: -1 }), RangeError, /timeout/]
+    ]
+    for (const [name, fn, type, message] of asyncCases) {
+      it(`rejects (never throws): ${name}`, async () => {
+        const rw = new RWLock()
+        rw.readLock()
+        let p
+        assert.doesNotThrow(() => { p = fn(rw) })
+        const err = await rejection(p)
+        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+        assert.match(err.message, message)
+        assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
+      })
+    }
+  })
+})
+
+describe('RWLock across threads', function () {
+  afterEach(cleanup)
+
+  it('readers of four threads hold the lock together; a writer cannot enter meanwhile', async () => {
+    const rw = new RWLock()
+    const done = new Int32Array(new SharedArrayBuffer(4))
+    const workers = await started(...[1, 2, 3].map(() => rwWorker(rw, { done })))
+    const release = await rw.acquireRead()
+    // Each worker takes a read lock, checks (bounded) that all 4 readers
+    // are in, and keeps its lock until the main thread sets done[0].
+    const runs = workers.map((w, i) => w.run(async ({ state, workerData }, i) => {
+      let release
+      if (i === 0) state.rw.readLock({ timeout: 5000 })
+      else release = await state.rw.acquireRead({ timeout: 5000 })
+      const deadline = Date.now() + 5000
+      const tick = () => new Promise((resolve) => setTimeout(resolve, 1))
+      while (state.rw.readers < 4 && Date.now() < deadline) await tick()
+      const seen = state.rw.readers
+      const tryWrite = state.rw.tryWriteLock()
+      while (Atomics.load(workerData.done, 0) === 0 && Date.now() < deadline) await tick()
+      if (release) release()
+      else state.rw.readUnlock()
+      return [seen, tryWrite]
+    }, i))
+    try {
+      await until(() => rw.readers === 4, 'the four readers were never in at once')
+      assert.strictEqual(rw.tryWriteLock(), false)
+      assertCode(await rejection(rw.acquireWrite({ timeout: 20 })), 'ETIMEDOUT')
+    } finally {
+      Atomics.store(done, 0, 1)
+    }
+    const results = await within(Promise.all(runs), 10000, 'the readers did not finish')
+    assert.deepStrictEqual(results, [[4, false], [4, false], [4, false]])
+    release()
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('a writer is alone: main + 3 workers mixing reads and writes never overlap a writer, exact write count', async () => {
+    const ITERATIONS = 600
+    const rw = new RWLock()
+    const stats = new Int32Array(new SharedArrayBuffer(4 * 10))
+    const arg = { handle: rw.handle, stats, iterations: ITERATIONS }
+    const workers = await started(new TestWorker(), new TestWorker(), new TestWorker())
+    const runs = workers.map((w, i) => w.run(({ tl, require }, arg) =>
+      require('./rw-tasks').mixed(tl, arg), { ...arg, offset: i + 1 }))
+    const mine = tasks.mixed(require('..'), arg)
+    const writes = await within(Promise.all([mine, ...runs]), 25000, 'the threads did not finish')
+    const total = writes.reduce((a, b) => a + b, 0)
+    assert.strictEqual(Atomics.load(stats, tasks.VIOLATIONS), 0, 'a writer overlapped another thread, or a reader saw a torn write')
+    assert.strictEqual(stats[tasks.A], total)
+    assert.strictEqual(stats[tasks.B], total)
+    assert.strictEqual(Atomics.load(stats, tasks.WRITES), total)
+    assert.strictEqual(Atomics.load(stats, tasks.READS), 4 * ITERATIONS - total)
+    assert.ok(Atomics.load(stats, tasks.MAX_READERS) >= 2, 'readers never overlapped: the test measured nothing')
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('a steady stream of overlapping readers does not starve a waiting writer (async in main, sync in a worker)', async () => {
+    const rw = new RWLock()
+    // shared[0]: reads so far; shared[1]: stop; shared[2]: scratch.
+    const shared = new Int32Array(new SharedArrayBuffer(12))
+    const arg = { handle: rw.handle, shared }
+    const [a, b, c] = await started(new TestWorker(), new TestWorker(), new TestWorker({ data: arg }))
+    const stream = ({ tl, require }, arg) => require('./rw-tasks').readers(tl, arg)
+    const runs = [a.run(stream, arg), b.run(stream, arg)]
+    try {
+      await until(() => Atomics.load(shared, 0) > 500, 'the readers did not start')
+      const gaps = []
+      for (let round = 0; round < 15; round++) {
+        const before = Atomics.load(shared, 0)
+        const release = await within(rw.acquireWrite(), 5000, 'the writer starved')
+        gaps.push(Atomics.load(shared, 0) - before)
+        assert.strictEqual(rw.readers, 0)
+        release()
+      }
+      assert.ok(Math.max(...gaps) <= 50, `readers passed a waiting writer: ${gaps}`)
+      const syncGaps = await c.run(({ tl, workerData }) => {
+        const rw = tl.RWLock.from(workerData.handle)
+        const s = workerData.shared
+        const gaps = []
+        for (let round = 0; round < 15; round++) {
+          const before = Atomics.load(s, 0)
+          rw.writeLock({ timeout: 5000 })
+          gaps.push(Atomics.load(s, 0) - before)
+          rw.writeUnlock()
+        }
+        return gaps
+      }, undefined, 15000)
+      assert.ok(Math.max(...syncGaps) <= 50, `readers passed a waiting writeLock(): ${syncGaps}`)
+    } finally {
+      Atomics.store(shared, 1, 1)
+    }
+    const counts = await within(Promise.all(runs), 10000, 'the readers did not stop')
+    assert.strictEqual(counts[0] + counts[1], Atomics.load(shared, 0))
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('FIFO across threads: sync and async readers and writers are granted in the order they asked', async () => {
+    const rw = new RWLock()
+    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const workers = await started(...[1, 2, 3, 4].map(() => rwWorker(rw, { order })))
+    rw.writeLock()
+    const runs = []
+    const enqueue = async (start) => {
+      runs.push(start())
+      const n = runs.length
+      await until(() => rw.waiting === n, `request ${n} did not queue`)
+    }
+    // Each grantee records its tag and releases at once.
+    const inWorker = (w, tag, kind) => enqueue(() => w.run(async ({ state, workerData }, [tag, kind]) => {
+      const o = workerData.order
+      if (kind === 'readLock') state.rw.readLock()
+      else if (kind === 'writeLock') state.rw.writeLock()
+      const release = kind === 'acquireRead' ? await state.rw.acquireRead()
+        : kind === 'acquireWrite' ? await state.rw.acquireWrite() : null
+      o[Atomics.add(o, 0, 1) + 1] = tag
+      if (release) release()
+      else if (kind === 'readLock') state.rw.readUnlock()
+      else state.rw.writeUnlock()
+    }, [tag, kind]))
+    await inWorker(workers[0], 1, 'readLock')
+    await inWorker(workers[1], 2, 'acquireWrite')
+    await enqueue(() => rw.acquireRead().then((release) => { order[Atomics.add(order, 0, 1) + 1] = 3; release() }))
+    await inWorker(workers[2], 4, 'writeLock')
+    await inWorker(workers[3], 5, 'acquireRead')
+    await sleep(20)
+    assert.strictEqual(Atomics.load(order, 0), 0, 'a request was granted while the writer held the lock')
+    rw.writeUnlock()
+    await within(Promise.all(runs), 10000, 'not every request was granted')
+    assert.deepStrictEqual([...order.subarray(1, 6)], [1, 2, 3, 4, 5])
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('a writer terminated while holding the lock: the next waiter gets it with ownerDied, the one after normally', async () => {
+    const rw = new RWLock()
+    const [holder, reader] = await started(rwWorker(rw), rwWorker(rw))
+    await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
+    assert.strictEqual(rw.writer, holder.threadId)
+    const mine = rw.acquireWrite()
+    const theirs = reader.run(({ state }) => { state.rw.readLock(); return state.rw.readers })
+    await until(() => rw.waiting === 2, 'the waiters did not queue')
+    await holder.terminate()
+    const release = await within(mine, 5000, 'the lock of the dead writer was not handed on')
+    assert.strictEqual(release.ownerDied, true)
+    assert.strictEqual(rw.writer, threadId)
+    assert.strictEqual(rw.waiting, 1)
+    release()
+    assert.strictEqual(await within(theirs, 5000, 'the reader was not granted'), 1)
+    await reader.run(({ state }) => state.rw.readUnlock(), undefined, 5000)
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('a writer terminated while holding the lock with nobody waiting: the next try, sync or async acquirer recovers it', async () => {
+    const rw = new RWLock()
+    for (const next of ['tryWriteLock', 'tryReadLock', 'writeLock', 'readLock', 'acquireRead', 'acquireWrite']) {
+      const [holder] = await started(rwWorker(rw))
+      await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
+      await holder.terminate()
+      assert.strictEqual(rw.writer, holder.threadId, 'the word still names the dead writer')
+      let ownerDied = null
+      if (next === 'tryWriteLock') assert.strictEqual(rw.tryWriteLock(), true)
+      else if (next === 'tryReadLock') assert.strictEqual(rw.tryReadLock(), true)
+      else if (next === 'writeLock') rw.writeLock({ timeout: 5000 })
+      else if (next === 'readLock') rw.readLock({ timeout: 5000 })
+      else {
+        const release = await within(rw[next](), 5000, `${next} did not recover the lock`)
+        ownerDied = release.ownerDied
+        release()
+      }
+      if (ownerDied !== null) assert.strictEqual(ownerDied, true, `${next}: ownerDied`)
+      else if (/write/i.test(next)) rw.writeUnlock()
+      else rw.readUnlock()
+      assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 }, next)
+    }
+  })
+
+  for (const mode of ['sync', 'async']) {
+    it(`a writer whose thread ends normally while holding the lock (${mode}): the waiter gets it with ownerDied`, async () => {
+      const rw = new RWLock()
+      const go = new Int32Array(new SharedArrayBuffer(4))
+      const w = exitHolding(rw, { mode, go })
+      await w.locked
+      const mine = rw.acquireWrite()
+      await until(() => rw.waiting === 1, 'the main thread did not queue')
+      Atomics.store(go, 0, 1)
+      Atomics.notify(go, 0)
+      assert.strictEqual(await within(w.exited, 10000, 'the worker did not exit'), 0)
+      const release = await within(mine, 5000, 'the lock of the exited writer was not handed on')
+      assert.strictEqual(release.ownerDied, true)
+      release()
+      // With nobody waiting when it ends, the next acquirer takes over.
+      const w2 = exitHolding(rw, { mode })
+      await w2.locked
+      assert.strictEqual(await within(w2.exited, 10000, 'the second worker did not exit'), 0)
+      const r2 = await within(rw.acquireRead(), 5000, 'the lock of the second exited writer was not recovered')
+      assert.strictEqual(r2.ownerDied, true)
+      r2()
+      assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+    })
+  }
+
+  it('readers are not named: a reader that dies holding a read lock leaves it held', async () => {
+    const rw = new RWLock()
+    const [w] = await started(rwWorker(rw))
+    await w.run(({ state }) => state.rw.readLock(), undefined, 5000)
+    await w.terminate()
+    assert.strictEqual(rw.readers, 1)
+    assert.strictEqual(rw.tryWriteLock(), false)
+    rw.readUnlock() // any thread may give it back
+    assert.strictEqual(rw.tryWriteLock(), true)
+    rw.writeUnlock()
+  })
+
+  it('timeouts while a worker holds the write lock, in main and in another worker', async () => {
+    const rw = new RWLock()
+    const [holder, other] = await started(rwWorker(rw), rwWorker(rw))
+    await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
+    const t0 = Date.now()
+    assertCode(thrown(() => rw.readLock({ timeout: 40 })), 'ETIMEDOUT')
+    assert.ok(Date.now() - t0 >= 35)
+    assertCode(thrown(() => rw.writeLock({ timeout: 20 })), 'ETIMEDOUT')
+    assertCode(await rejection(rw.acquireWrite({ timeout: 20 })), 'ETIMEDOUT')
+    assertCode(await rejection(other.run(({ state }) => state.rw.readLock({ timeout: 20 }))), 'ETIMEDOUT')
+    assertCode(await rejection(other.run(({ state }) => state.rw.acquireRead({ timeout: 20 }))), 'ETIMEDOUT')
+    assertCode(await rejection(other.run(({ state }) => state.rw.writeUnlock())), 'ENOTOWNER')
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: holder.threadId, waiting: 0 })
+    await holder.run(({ state }) => state.rw.writeUnlock(), undefined, 5000)
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  it('an aborted request leaves the queue; the worker behind it is granted', async () => {
+    const rw = new RWLock()
+    const [holder, next] = await started(rwWorker(rw), rwWorker(rw))
+    await holder.run(({ state }) => state.rw.readLock(), undefined, 5000)
+    const ac = new AbortController()
+    const mine = rw.acquireWrite({ signal: ac.signal })
+    const theirs = next.run(({ state }) => { state.rw.readLock(); return state.rw.readers })
+    await until(() => rw.waiting === 2, 'the worker did not queue')
+    const reason = new Error('stop')
+    ac.abort(reason)
+    assertAbort(await rejection(mine), reason)
+    assert.strictEqual(await within(theirs, 5000, 'the reader behind the aborted writer was not granted'), 2)
+    assert.strictEqual(rw.waiting, 0)
+    await holder.run(({ state }) => state.rw.readUnlock(), undefined, 5000)
+    await next.run(({ state }) => state.rw.readUnlock(), undefined, 5000)
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
+  const blockedCases = [
+    ['readLock()', 'write', ({ state }) => state.rw.readLock()],
+    ['acquireRead()', 'write', ({ state }) => state.rw.acquireRead().then(() => 'granted')],
+    ['writeLock()', 'read', ({ state }) => state.rw.writeLock()],
+    ['acquireWrite()', 'read', ({ state }) => state.rw.acquireWrite().then(() => 'granted')]
+  ]
+  for (const [name, held, fn] of blockedCases) {
+    it(`a worker terminated while blocked in ${name} leaves the queue at once; the threads behind it go on`, async () => {
+      const rw = new RWLock()
+      const [w, other] = await started(rwWorker(rw), rwWorker(rw))
+      if (held === 'write') rw.writeLock()
+      else rw.readLock()
+      const blocked = w.run(fn)
+      blocked.catch(() => {})
+      await until(() => rw.waiting === 1, 'the worker did not queue')
+      // A reader behind a queued writer waits; behind a queued reader it
+      // waits for the write lock main holds.
+      const mine = held === 'read' ? rw.acquireRead() : null
+      const theirs = other.run(({ state }) => state.rw.acquireWrite({ timeout: 10000 }).then((r) => { r(); return 'done' }))
+      await until(() => rw.waiting === (mine ? 3 : 2), 'the other requests did not queue')
+      await sleep(20)
+      const ms = await w.terminate()
+      assert.ok(ms < 2000, `terminate() took ${ms} ms`)
+      await until(() => rw.waiting === 1, 'the terminated worker\'s request was not removed')
+      if (mine) {
+        const release = await within(mine, 5000, 'the reader behind the terminated writer was not let in')
+        assert.strictEqual(rw.readers, 2)
+        release()
+        rw.readUnlock()
+      } else {
+        rw.writeUnlock()
+      }
+      assert.strictEqual(await within(theirs, 5000, 'the other worker did not get the write lock'), 'done')
+      assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+    })
+  }
+})
