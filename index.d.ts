@@ -800,6 +800,145 @@ export declare class CountDownLatch {
   wait (options?: AsyncOptions): Promise<void>
 }
 
+/** The mode of a named lock: one holder, or any number of shared holders. */
+export type LockMode = 'exclusive' | 'shared'
+
+/** Options of {@link LockManager.request}, as in the Web Locks API. */
+export interface LockRequestOptions {
+  /** `'exclusive'` (the default) or `'shared'`. */
+  mode?: LockMode
+  /**
+   * Do not wait: if the lock cannot be granted at once, the callback runs
+   * with `null` instead of a lock.
+   */
+  ifAvailable?: boolean
+  /**
+   * Take the lock at once, even if it is held: the current holders' requests
+   * reject with a DOMException named `AbortError`. Exclusive mode only.
+   */
+  steal?: boolean
+  /**
+   * Withdraws the request while it waits; the promise rejects with
+   * `signal.reason`. Cannot be combined with `steal` or `ifAvailable`.
+   */
+  signal?: AbortSignal
+  /**
+   * threadlock's addition: whether a waiting request keeps this thread's
+   * event loop alive. Default `true`.
+   */
+  ref?: boolean
+}
+
+/** A named lock granted to a {@link LockManager.request} callback. */
+export declare class Lock {
+  private constructor ()
+  /** The name that was requested. */
+  readonly name: string
+  /** The mode it was granted in. */
+  readonly mode: LockMode
+}
+
+/** One entry of {@link LockManager.query}. */
+export interface LockInfo {
+  name: string
+  mode: LockMode
+  /** The `threadId` of the requesting thread, as a string. */
+  clientId: string
+}
+
+/** What {@link LockManager.query} resolves with. */
+export interface LockManagerSnapshot {
+  /** Locks held now, in all threads. */
+  held: LockInfo[]
+  /** Requests waiting now, in all threads, oldest first. */
+  pending: LockInfo[]
+}
+
+/**
+ * Named locks with the behaviour of the Web Locks API (`navigator.locks`):
+ * one table of names for the whole process, shared by every thread without
+ * passing any memory around. Use the {@link locks} instance; every
+ * LockManager works on the same table.
+ *
+ * A lock is held while its callback runs (until the promise the callback
+ * returns settles). A thread that ends while holding a named lock releases
+ * it.
+ */
+export declare class LockManager {
+  /**
+   * Waits for the lock `name`, runs `callback` while holding it, and
+   * resolves with the callback's result.
+   *
+   * Warning: requesting, inside the callback, a lock that the callback's
+   * own request holds (or is queued behind) and awaiting it never
+   * resolves.
+   *
+   * @param name the lock's name; names starting with `-` are reserved
+   * @param callback runs with the granted {@link Lock}
+   * @returns a promise of the callback's result
+   */
+  request<T> (
+    name: string,
+    callback: (lock: Lock) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * Runs `callback` with the lock if it can be granted at once, otherwise
+   * with `null`, and resolves with the callback's result.
+   *
+   * @param name the lock's name
+   * @param options `{ ifAvailable: true, mode, ref }`
+   * @param callback runs with the granted {@link Lock}, or `null`
+   * @returns a promise of the callback's result
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions & { ifAvailable: true },
+    callback: (lock: Lock | null) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * Waits for the lock `name` (in `options.mode`), runs `callback` while
+   * holding it, and resolves with the callback's result.
+   *
+   * @param name the lock's name
+   * @param options `{ mode, steal, signal, ref }`
+   * @param callback runs with the granted {@link Lock}
+   * @returns a promise of the callback's result; it rejects with
+   *   `signal.reason` when the signal aborts the wait, with a DOMException
+   *   named `AbortError` when another request steals the lock, and with a
+   *   DOMException named `NotSupportedError` for a forbidden combination
+   *   of options
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions & { ifAvailable?: false },
+    callback: (lock: Lock) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * The general form: the callback receives `null` only when
+   * `options.ifAvailable` is true and the lock was not available.
+   *
+   * @param name the lock's name
+   * @param options the request's options
+   * @param callback runs with the granted {@link Lock}, or `null`
+   * @returns a promise of the callback's result
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions,
+    callback: (lock: Lock | null) => T | PromiseLike<T>
+  ): Promise<T>
+
+  /**
+   * Describes the named locks held and requested in every thread.
+   *
+   * @returns a promise of `{ held, pending }`
+   */
+  query (): Promise<LockManagerSnapshot>
+}
+
+/** The process-wide {@link LockManager}, like `navigator.locks`. */
+export declare const locks: LockManager
+
 /** The stable codes of a {@link LockError}. */
 export type LockErrorCode =
   | 'ETIMEDOUT'

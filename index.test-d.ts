@@ -7,8 +7,11 @@ import {
   ConditionVariable,
   CountDownLatch,
   Handle,
+  Lock,
   LockError,
   LockErrorCode,
+  LockManager,
+  LockManagerSnapshot,
   RWLock,
   Release,
   Semaphore,
@@ -17,7 +20,8 @@ import {
   notify,
   wait,
   waitAsync,
-  waiterCount
+  waiterCount,
+  locks
 } from '.'
 import * as threadlock from '.'
 
@@ -168,6 +172,26 @@ expectType<number>(latch.countDown())
 expectType<number>(latch.countDown(2))
 expectType<void>(latch.waitSync({ timeout: 1 }))
 expectType<Promise<void>>(latch.wait({ ref: false }))
+
+// Named locks (Web Locks API).
+expectType<LockManager>(locks)
+expectType<Promise<number>>(locks.request('a', (lock) => {
+  expectType<Lock>(lock)
+  expectType<string>(lock.name)
+  expectType<'exclusive' | 'shared'>(lock.mode)
+  return 1
+}))
+expectType<Promise<'exclusive' | 'shared'>>(locks.request('a', { mode: 'shared', signal: AbortSignal.timeout(1) }, async (lock) => lock.mode))
+expectType<Promise<boolean>>(locks.request('a', { ifAvailable: true }, (lock) => {
+  expectType<Lock | null>(lock)
+  return lock === null
+}))
+expectType<Promise<void>>(locks.request('a', { steal: true, ref: false }, (lock) => {
+  expectType<Lock>(lock)
+}))
+expectError(locks.request('a', { mode: 'read' }, () => 1))
+expectError(locks.request('a'))
+expectType<Promise<LockManagerSnapshot>>(locks.query())
 
 // Errors.
 const e = new LockError('EBUSY', 'held')
