@@ -201,6 +201,7 @@ describe('ConditionVariable (one thread)', () => {
     ]
     const check = (err, name, type, message, cv, lock, other) => {
       assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
+      if (type === LockError) assertCode(err, 'ENOTOWNER')
       assert.match(err.message, message)
       assert.strictEqual(lock.owner, threadId, 'the lock must stay held')
       assert.strictEqual(other.locked, false)
