@@ -49,11 +49,13 @@ requester_main(void *arg)
 
 /* Starts a request and returns once the word has `enqueued` waiters (0 for
  * a request that is granted at once). With `release_at_once` the thread
- * releases as soon as it holds. */
-static void
-requester_start(requester_t *r, int32_t *word, int gate, uint32_t id,
-                uint32_t amount, double timeout_ms, int index,
-                tl_test_log_t *log, int release_at_once, size_t enqueued)
+ * releases as soon as it holds. See tl_test_wait_enqueued for `unless` and
+ * the result. */
+static int
+requester_start_unless(requester_t *r, int32_t *word, int gate, uint32_t id,
+                       uint32_t amount, double timeout_ms, int index,
+                       tl_test_log_t *log, int release_at_once, size_t enqueued,
+                       _Atomic int *unless)
 {
   r->word = word;
   r->gate = gate;
@@ -68,10 +70,20 @@ requester_start(requester_t *r, int32_t *word, int gate, uint32_t id,
   atomic_store(&r->holding, 0);
   tl_thread_register(id);
   ASSERT_OK(uv_thread_create(&r->thread, requester_main, r));
-  if (enqueued == 0)
+  if (enqueued == 0) {
     WAIT_UNTIL(atomic_load(&r->holding));
-  else
-    WAIT_UNTIL(tl_waiter_count(word) == enqueued);
+    return 1;
+  }
+  return tl_test_wait_enqueued(word, enqueued, unless);
+}
+
+static void
+requester_start(requester_t *r, int32_t *word, int gate, uint32_t id,
+                uint32_t amount, double timeout_ms, int index,
+                tl_test_log_t *log, int release_at_once, size_t enqueued)
+{
+  requester_start_unless(r, word, gate, id, amount, timeout_ms, index, log,
+                         release_at_once, enqueued, NULL);
 }
 
 static int
@@ -80,6 +92,31 @@ requester_join(requester_t *r)
   atomic_store(&r->release, 1);
   ASSERT_OK(uv_thread_join(&r->thread));
   return r->result;
+}
+
+/* Queues r[0], a request with a short timeout that is to leave by timing
+ * out, and r[1] behind it, which holds what it gets until joined. Returns
+ * once both were seen queued. If r[0] timed out before that (a loaded
+ * machine), cleans up and tries again with a longer timeout. */
+static void
+start_timed_pair(requester_t r[2], int32_t *word, int gate0, uint32_t id0,
+                 uint32_t amount0, int gate1, uint32_t id1, uint32_t amount1)
+{
+  for (double timeout = 30;; timeout *= 2) {
+    int ok;
+
+    ASSERT_LE(timeout, 8000);
+    ok = requester_start_unless(&r[0], word, gate0, id0, amount0, timeout, 0,
+                                NULL, 1, 1, &r[0].done);
+    if (ok && requester_start_unless(&r[1], word, gate1, id1, amount1, INFINITY,
+                                     1, NULL, 0, 2, &r[0].done))
+      return;
+    ASSERT_EQ(requester_join(&r[0]), TL_RESULT_TIMED_OUT);
+    if (ok) {
+      WAIT_UNTIL(atomic_load(&r[1].holding));
+      ASSERT_EQ(requester_join(&r[1]), TL_RESULT_ACQUIRED);
+    }
+  }
 }
 
 static void
@@ -152,8 +189,7 @@ test_semaphore(void)
 
   /* A large head that times out lets the smaller ones behind it in. */
   atomic_store(WORD(&word), 1);
-  requester_start(&r[0], &word, TL_GATE_SEM, 1, 3, 30, 0, NULL, 1, 1);
-  requester_start(&r[1], &word, TL_GATE_SEM, 2, 1, INFINITY, 1, NULL, 0, 2);
+  start_timed_pair(r, &word, TL_GATE_SEM, 1, 3, TL_GATE_SEM, 2, 1);
   ASSERT_EQ(requester_join(&r[0]), TL_RESULT_TIMED_OUT);
   WAIT_UNTIL(atomic_load(&r[1].holding));
   ASSERT_EQ(atomic_load(WORD(&word)), 0);
@@ -283,8 +319,7 @@ test_rwlock(void)
   /* A waiting writer that times out lets the readers behind it in. */
   ASSERT_EQ(tl_gate_acquire(&word, TL_GATE_READ, 1, 0, INFINITY, NULL),
             TL_RESULT_ACQUIRED);
-  requester_start(&r[0], &word, TL_GATE_WRITE, 20, 0, 30, 0, NULL, 1, 1);
-  requester_start(&r[1], &word, TL_GATE_READ, 21, 0, INFINITY, 1, NULL, 0, 2);
+  start_timed_pair(r, &word, TL_GATE_WRITE, 20, 0, TL_GATE_READ, 21, 0);
   ASSERT_EQ(requester_join(&r[0]), TL_RESULT_TIMED_OUT);
   WAIT_UNTIL(atomic_load(&r[1].holding));
   ASSERT_EQ(atomic_load(WORD(&word)), 2);

@@ -278,13 +278,29 @@ tl__test_waiter_main(void *arg)
   atomic_store(&tw->done, 1);
 }
 
+/* Waits until `addr` holds `enqueued` waiters and returns 1; or returns 0
+ * as soon as `*unless` is set (when not NULL). A test whose order depends on
+ * a waiter with a short timeout passes that waiter's `done` here: on a
+ * machine so loaded that the waiter timed out before the others were
+ * enqueued, the test retries with a longer timeout instead of failing. */
+static inline int
+tl_test_wait_enqueued(void *addr, size_t enqueued, _Atomic int *unless)
+{
+  int seen = 0;
+  WAIT_UNTIL((seen = tl_waiter_count(addr) == enqueued) ||
+             (unless != NULL && atomic_load(unless)));
+  return seen;
+}
+
 /* Starts a thread waiting on `addr` and returns once it is enqueued, i.e.
- * once the address holds `enqueued` waiters. Starting waiters one after the
- * other this way fixes their FIFO order. */
-static inline void
-tl_test_waiter_start(tl_test_waiter_t *tw, void *addr, int width,
-                     int64_t expected, double timeout_ms, int index,
-                     tl_test_log_t *log, size_t enqueued)
+ * once the address holds `enqueued` waiters (see tl_test_wait_enqueued for
+ * `unless`). Starting waiters one after the other this way fixes their FIFO
+ * order. */
+static inline int
+tl_test_waiter_start_unless(tl_test_waiter_t *tw, void *addr, int width,
+                            int64_t expected, double timeout_ms, int index,
+                            tl_test_log_t *log, size_t enqueued,
+                            _Atomic int *unless)
 {
   tw->addr = addr;
   tw->width = width;
@@ -296,7 +312,16 @@ tl_test_waiter_start(tl_test_waiter_t *tw, void *addr, int width,
   tw->elapsed_ns = 0;
   atomic_store(&tw->done, 0);
   ASSERT_OK(uv_thread_create(&tw->thread, tl__test_waiter_main, tw));
-  WAIT_UNTIL(tl_waiter_count(addr) == enqueued);
+  return tl_test_wait_enqueued(addr, enqueued, unless);
+}
+
+static inline void
+tl_test_waiter_start(tl_test_waiter_t *tw, void *addr, int width,
+                     int64_t expected, double timeout_ms, int index,
+                     tl_test_log_t *log, size_t enqueued)
+{
+  tl_test_waiter_start_unless(tw, addr, width, expected, timeout_ms, index, log,
+                              enqueued, NULL);
 }
 
 /* Joins the thread and returns its result. */
