@@ -180,7 +180,9 @@ export interface Handle {
 
 /** What the static `from()` methods accept; `byteOffset` defaults to 0. */
 export interface HandleLike {
+  /** The shared memory holding the primitive's words. */
   buffer: SharedArrayBuffer
+  /** The byte offset of its first word, a multiple of 4; default 0. */
   byteOffset?: number
 }
 
@@ -831,6 +833,7 @@ export interface LockRequestOptions {
 
 /** A named lock granted to a {@link LockManager.request} callback. */
 export declare class Lock {
+  /** Locks are made by {@link LockManager.request} only. */
   private constructor ()
   /** The name that was requested. */
   readonly name: string
@@ -840,7 +843,9 @@ export declare class Lock {
 
 /** One entry of {@link LockManager.query}. */
 export interface LockInfo {
+  /** The lock's name. */
   name: string
+  /** The mode held or requested. */
   mode: LockMode
   /** The `threadId` of the requesting thread, as a string. */
   clientId: string
@@ -954,6 +959,7 @@ export declare class LockError extends Error {
    * @param message a description for people
    */
   constructor (code: LockErrorCode, message?: string)
+  /** Always `'LockError'`. */
   readonly name: 'LockError'
   /**
    * `ETIMEDOUT`: the timeout ran out before the lock was granted.
@@ -977,7 +983,9 @@ export declare class AbortError extends Error {
    * @param options `{ cause }`: the signal's reason
    */
   constructor (message?: string, options?: { cause?: unknown })
+  /** Always `'AbortError'`. */
   readonly name: 'AbortError'
+  /** Always `'ABORT_ERR'`, as in Node's own AbortErrors. */
   readonly code: 'ABORT_ERR'
   /** The `reason` of the signal that aborted the request. */
   cause?: unknown
