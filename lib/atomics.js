@@ -10,6 +10,7 @@ const { binding } = require('./native')
 const TypedArrayPrototype = Object.getPrototypeOf(Int32Array.prototype)
 const getLength = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'length').get
 const getBuffer = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'buffer').get
+const typedArrayKeys = TypedArrayPrototype.keys
 const { isTypedArray, isInt32Array, isBigInt64Array, isSharedArrayBuffer } = types
 const { asIntN } = BigInt
 const { trunc } = Math
@@ -29,14 +30,34 @@ function describe (value) {
   return `type ${typeof value}`
 }
 
+// IsTypedArrayOutOfBounds for a view of a non-detached buffer: the
+// prototype's iterator methods run ValidateTypedArray and throw a TypeError
+// exactly when the view no longer fits in its buffer.
+function isOutOfBounds (typedArray) {
+  try {
+    typedArrayKeys.call(typedArray)
+    return false
+  } catch {
+    return true
+  }
+}
+
 // ValidateIntegerTypedArray(typedArray, waitable = true). Returns the buffer.
 function validateWaitable (typedArray, fn) {
   if (!isTypedArray(typedArray)) {
     throw new TypeError(`${fn}: typedArray must be an Int32Array or BigInt64Array, received ${describe(typedArray)}`)
   }
   const buffer = getBuffer.call(typedArray)
-  if (!isSharedArrayBuffer(buffer) && binding.isDetached(buffer)) {
-    throw new TypeError(`${fn}: the typed array's buffer is detached`)
+  // ValidateTypedArray step 4: a detached buffer, or a resizable one that
+  // shrank below the view, throws. Only a non-shared buffer can do either,
+  // and the length getter then reads 0, so the common path costs nothing.
+  if (!isSharedArrayBuffer(buffer) && getLength.call(typedArray) === 0) {
+    if (binding.isDetached(buffer)) {
+      throw new TypeError(`${fn}: the typed array's buffer is detached`)
+    }
+    if (isOutOfBounds(typedArray)) {
+      throw new TypeError(`${fn}: the typed array is out of bounds of its resized buffer`)
+    }
   }
   if (!isInt32Array(typedArray) && !isBigInt64Array(typedArray)) {
     throw new TypeError(`${fn}: typedArray must be an Int32Array or BigInt64Array, received ${describe(typedArray)}`)
