@@ -357,15 +357,22 @@ describe('RWLock across threads', function () {
     const runs = [a.run(stream, arg), b.run(stream, arg)]
     try {
       await until(() => Atomics.load(shared, 0) > 500, 'the readers did not start')
+      // acquireWrite() queues the request before it returns, so `before` is
+      // read after that: from then on only the two readers already in may
+      // count once more each; every later reader queues behind the writer.
       const gaps = []
       for (let round = 0; round < 15; round++) {
+        const granted = rw.acquireWrite()
         const before = Atomics.load(shared, 0)
-        const release = await within(rw.acquireWrite(), 5000, 'the writer starved')
+        const release = await within(granted, 5000, 'the writer starved')
         gaps.push(Atomics.load(shared, 0) - before)
         assert.strictEqual(rw.readers, 0)
         release()
       }
-      assert.ok(Math.max(...gaps) <= 50, `readers passed a waiting writer: ${gaps}`)
+      assert.ok(Math.max(...gaps) <= 2, `readers passed a waiting writer: ${gaps}`)
+      // A blocking call cannot read the count after it queued, so a round
+      // may also count reads made while the worker was preempted before
+      // queuing; most rounds must still show no more than the two in flight.
       const syncGaps = await c.run(({ tl, workerData }) => {
         const rw = tl.RWLock.from(workerData.handle)
         const s = workerData.shared
@@ -378,7 +385,8 @@ describe('RWLock across threads', function () {
         }
         return gaps
       }, undefined, 15000)
-      assert.ok(Math.max(...syncGaps) <= 50, `readers passed a waiting writeLock(): ${syncGaps}`)
+      const median = [...syncGaps].sort((x, y) => x - y)[7]
+      assert.ok(median <= 2, `readers passed a waiting writeLock(): ${syncGaps}`)
     } finally {
       Atomics.store(shared, 1, 1)
     }

@@ -412,7 +412,8 @@ describe('Semaphore across threads', function () {
     await step(1, [1], 0)
     await step(2, [1, 2], 1) // then 2 wants 2: the 1 behind it waits
     await step(1, [1, 2, 3], 0)
-    await step(3, [1, 2, 3, 4, 5], 0)
+    await step(1, [1, 2, 3, 4], 0)
+    await step(2, [1, 2, 3, 4, 5], 0)
     await within(Promise.all(runs), 5000, 'not every request finished')
   })
 
@@ -426,17 +427,22 @@ describe('Semaphore across threads', function () {
     const runs = [a.run(hammer, arg), b.run(hammer, arg)]
     try {
       await until(() => Atomics.load(shared, 0) > 1000, 'the small requests did not start')
-      // Between asking for both permits and getting them, only the small
-      // requests already queued or holding may pass; the bound leaves room
-      // for a preemption before the large request is queued.
+      // acquire() queues the request before it returns, so `before` is read
+      // after that: from then on only the two small holders already in may
+      // count once more each; every other small request queues behind.
       const gaps = []
       for (let round = 0; round < 15; round++) {
+        const granted = sem.acquire(2)
         const before = Atomics.load(shared, 0)
-        const release = await within(sem.acquire(2), 5000, 'the large async request starved')
+        const release = await within(granted, 5000, 'the large async request starved')
         gaps.push(Atomics.load(shared, 0) - before)
         release()
       }
-      assert.ok(Math.max(...gaps) <= 50, `small requests passed a waiting large one: ${gaps}`)
+      assert.ok(Math.max(...gaps) <= 2, `small requests passed a waiting large one: ${gaps}`)
+      // A blocking call cannot read the count after it queued, so a round
+      // may also count small requests made while the worker was preempted
+      // before queuing; most rounds must still show no more than the two
+      // in flight.
       const syncGaps = await c.run(({ tl, workerData }) => {
         const sem = tl.Semaphore.from(workerData.handle)
         const s = workerData.shared
@@ -449,7 +455,8 @@ describe('Semaphore across threads', function () {
         }
         return gaps
       }, undefined, 15000)
-      assert.ok(Math.max(...syncGaps) <= 50, `small requests passed a waiting acquireSync(2): ${syncGaps}`)
+      const median = [...syncGaps].sort((x, y) => x - y)[7]
+      assert.ok(median <= 2, `small requests passed a waiting acquireSync(2): ${syncGaps}`)
     } finally {
       Atomics.store(shared, 1, 1)
     }
