@@ -422,6 +422,7 @@ hammer_acquire(hammer_t *h, int32_t *word, int gate, uint32_t amount,
     /* The settle callback only counts; poll, as an event loop would. */
     while (atomic_load(&a->settled) == 0)
       uv_sleep(0);
+    ASSERT_EQ(a->owner_died, 0); /* nobody dies here */
     return TL_RESULT_ACQUIRED;
   }
   if (how == 1)
