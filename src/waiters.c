@@ -288,7 +288,9 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
   w->gate = TL_GATE_NONE;
   w->lock_id = 0;
   w->amount = 0;
-  atomic_init(&w->state, TL_WAITING);
+  /* Not WAITING until it is enqueued, so that a tl_cancel of a node that
+   * never made it into the list finds nothing to unlink. */
+  atomic_init(&w->state, TL_CANCELLED);
   w->owner_died = 0;
   w->parked = 0;
   w->is_async = 1;
