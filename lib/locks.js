@@ -11,38 +11,72 @@ const { binding } = require('./native')
 const { describe } = require('./atomics')
 
 // Phases of the native table (src/names.h).
-const HELD = 2
 const QUEUED = 1
+const HELD = 2
+const STOLEN = 4
+
+// Only this module creates Lock objects: like the Web Locks API (and
+// worker_threads.locks), `new Lock()` from script is a TypeError.
+const kCreate = Symbol('kCreate')
 
 function notSupported (message) {
   return new DOMException(message, 'NotSupportedError')
+}
+
+function stolenError () {
+  return new DOMException('The lock was stolen by another request', 'AbortError')
 }
 
 /** A granted lock, as passed to the callback. */
 class Lock {
   #name
   #mode
-  constructor (name, mode) {
+  constructor (key, name, mode) {
+    if (key !== kCreate) throw new TypeError('Illegal constructor')
     this.#name = name
     this.#mode = mode
   }
 
   get name () { return this.#name }
   get mode () { return this.#mode }
-  get [Symbol.toStringTag] () { return 'Lock' }
 }
 
-// Held locks of this thread by id, so that a steal from any thread can
-// reject the right request.
-const held = new Map()
+// WebIDL attributes are enumerable accessors on the prototype.
+Object.defineProperties(Lock.prototype, {
+  name: { enumerable: true },
+  mode: { enumerable: true },
+  [Symbol.toStringTag]: { value: 'Lock', writable: false, enumerable: false, configurable: true }
+})
+
+// Requests of this thread that are queued or held, by id, so that a steal
+// from any thread can reject the right request. An entry exists from the
+// request until its lock is released or its request withdrawn (and, for a
+// stolen lock, until the steal was reported): a lock may be stolen between
+// its grant and the moment its callback runs, and that steal must not be
+// lost.
+const requests = new Map()
 
 binding.namedInit((id) => {
-  const entry = held.get(id)
+  const entry = requests.get(id)
   if (entry === undefined) return
-  held.delete(id)
-  entry.stolen = true
-  entry.reject(new DOMException('The lock was stolen by another request', 'AbortError'))
+  requests.delete(id)
+  // Web Locks "request a lock", steal: the released promise of every lock
+  // taken away rejects with an AbortError DOMException.
+  entry.reject(stolenError())
 })
+
+// Releases the lock (or withdraws the request) of `token` and returns the
+// phase it had. A lock that was stolen before this thread heard of the steal
+// still has a steal report queued for this thread, and the report refers to
+// the native node that the token's finalizer frees: the entry left in
+// `requests` keeps the token reachable until the report arrives and removes
+// the entry.
+function release (id, token) {
+  const phase = binding.namedRelease(token)
+  if (phase === STOLEN && requests.has(id)) requests.set(id, { reject () {}, token })
+  else requests.delete(id)
+  return phase
+}
 
 function parseRequest (name, options, callback) {
   if (typeof name === 'symbol') {
@@ -56,10 +90,12 @@ function parseRequest (name, options, callback) {
   if (typeof callback !== 'function') {
     throw new TypeError(`request: callback must be a function, received ${describe(callback)}`)
   }
-  if (options !== undefined && (options === null || typeof options !== 'object')) {
+  // A WebIDL dictionary: undefined and null mean every default; any other
+  // object (functions included) is read member by member.
+  if (options !== undefined && options !== null && typeof options !== 'object' && typeof options !== 'function') {
     throw new TypeError(`request: options must be an object, received ${describe(options)}`)
   }
-  const o = options || {}
+  const o = options == null ? {} : options
   const mode = o.mode === undefined ? 'exclusive' : `${o.mode}`
   if (mode !== 'exclusive' && mode !== 'shared') {
     throw new TypeError(`request: options.mode must be 'exclusive' or 'shared', received ${describe(o.mode)}`)
@@ -83,28 +119,23 @@ function parseRequest (name, options, callback) {
   return { name: n, mode, ifAvailable, steal, signal, ref, callback }
 }
 
-// Runs the callback with the granted lock and settles the request with its
-// result, or with an AbortError if the lock is stolen first.
-function runGranted (r, token, id) {
-  return new Promise((resolve, reject) => {
-    const entry = { stolen: false, reject }
-    held.set(id, entry)
-    let result
-    try {
-      result = Promise.resolve(r.callback(new Lock(r.name, r.mode)))
-    } catch (err) {
-      result = Promise.reject(err)
-    }
-    result.then((value) => {
-      held.delete(id)
-      binding.namedRelease(token)
-      resolve(value)
-    }, (err) => {
-      held.delete(id)
-      binding.namedRelease(token)
-      reject(err)
-    })
-  })
+// Runs the callback of a granted lock and settles the request with its
+// result once the lock is released, or rejects it with an AbortError if the
+// lock was stolen first (the steal may be reported by the table only when
+// the lock is released, if it came before this thread heard of it).
+function runGranted (r, token, id, resolve, reject) {
+  let result
+  try {
+    result = Promise.resolve(r.callback(new Lock(kCreate, r.name, r.mode)))
+  } catch (err) {
+    result = Promise.reject(err)
+  }
+  const settle = (ok, value) => {
+    if (release(id, token) === STOLEN) reject(stolenError())
+    else if (ok) resolve(value)
+    else reject(value)
+  }
+  result.then((value) => settle(true, value), (err) => settle(false, err))
 }
 
 class LockManager {
@@ -114,35 +145,48 @@ class LockManager {
    */
   async request (name, options, callback) {
     const r = parseRequest(name, options, callback)
-    if (r.signal !== undefined && r.signal.aborted) throw r.signal.reason
+    const signal = r.signal
+    if (signal !== undefined && signal.aborted) throw signal.reason
     const [phase, token, id, granted] = binding.namedRequest(r.name, r.mode === 'exclusive', r.ifAvailable, r.steal, r.ref)
     if (phase !== HELD && phase !== QUEUED) {
       // ifAvailable and not grantable now.
       await null
       return r.callback(null)
     }
-    if (phase === QUEUED) {
-      let ok
-      if (r.signal === undefined) {
-        ok = await granted
-      } else {
-        const signal = r.signal
-        ok = await new Promise((resolve, reject) => {
-          const onAbort = () => {
-            if (binding.namedCancel(token)) reject(signal.reason)
-          }
-          signal.addEventListener('abort', onAbort, { once: true })
-          granted.then((value) => {
-            signal.removeEventListener('abort', onAbort)
-            if (value) resolve(true)
-          })
-        })
+    return new Promise((resolve, reject) => {
+      requests.set(id, { reject })
+      let onAbort
+      if (signal !== undefined) {
+        // Web Locks "signal to abort the request": the request leaves the
+        // queue (if still there) and rejects with the abort reason. If it
+        // was granted already, its callback will not run and the lock is
+        // released at that point (below).
+        onAbort = () => {
+          if (binding.namedCancel(token)) requests.delete(id)
+          reject(signal.reason)
+        }
+        signal.addEventListener('abort', onAbort, { once: true })
       }
-      if (!ok) throw new Error('threadlock: named lock request withdrawn')
-    } else {
-      await null
-    }
-    return runGranted(r, token, id)
+      // The callback always runs in a later microtask, never inside request().
+      const grant = phase === HELD ? Promise.resolve(true) : granted
+      grant.then((ok) => {
+        if (signal !== undefined) {
+          signal.removeEventListener('abort', onAbort)
+          // Web Locks "process the lock request queue": a lock granted to
+          // an aborted request is released without running its callback.
+          if (signal.aborted) {
+            if (ok) release(id, token)
+            return
+          }
+        }
+        if (!ok) {
+          requests.delete(id)
+          reject(new Error('threadlock: named lock request withdrawn'))
+          return
+        }
+        runGranted(r, token, id, resolve, reject)
+      })
+    })
   }
 
   /** Resolves with the held and pending locks of every thread. */
