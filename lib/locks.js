@@ -200,6 +200,15 @@ class LockManager {
   }
 }
 
+// As WebIDL shapes an interface with overloads: request.length is that of
+// the shortest overload, request(name, callback).
+Object.defineProperties(LockManager.prototype, {
+  request: { enumerable: true },
+  query: { enumerable: true },
+  [Symbol.toStringTag]: { value: 'LockManager', writable: false, enumerable: false, configurable: true }
+})
+Object.defineProperty(LockManager.prototype.request, 'length', { value: 2 })
+
 const locks = new LockManager()
 
 module.exports = { locks, LockManager, Lock }

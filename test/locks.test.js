@@ -173,6 +173,12 @@ describe('named locks (one thread)', function () {
         await rejectsWith(locks.request(name, options, () => { ran = true }),
           (e) => assertDOMException(e, 'NotSupportedError'))
       }
+      // These checks come before the one for an aborted signal.
+      const aborted = AbortSignal.abort(new Error('reason'))
+      for (const [n, options] of [[name, { steal: true, signal: aborted }], [name, { ifAvailable: true, signal: aborted }], ['-x', { signal: aborted }]]) {
+        await rejectsWith(locks.request(n, options, () => { ran = true }),
+          (e) => assertDOMException(e, 'NotSupportedError'))
+      }
       assert.strictEqual(ran, false)
     })
 
@@ -221,6 +227,13 @@ describe('named locks (one thread)', function () {
       assert.deepStrictEqual(Object.keys(Lock.prototype).sort(), ['mode', 'name'])
       assert.throws(() => new Lock('x', 'exclusive'), TypeError)
       assert.throws(() => Reflect.apply(Object.getOwnPropertyDescriptor(Lock.prototype, 'name').get, {}, []), TypeError)
+    })
+
+    it('locks is a LockManager shaped like the built-in one', () => {
+      assert.strictEqual(Object.prototype.toString.call(locks), '[object LockManager]')
+      assert.strictEqual(locks.request.length, 2)
+      assert.strictEqual(typeof locks.query, 'function')
+      assert.deepStrictEqual(Object.keys(Object.getPrototypeOf(locks)).sort(), ['query', 'request'])
     })
 
     it('ifAvailable null callbacks run asynchronously too', async () => {
