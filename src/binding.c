@@ -284,8 +284,21 @@ tl__ref(tl_env_t *e, tl_async_t *n, int delta)
     TL_NAPI_FATAL(napi_unref_threadsafe_function(e->env, e->tsfn));
 }
 
+/* Env thread. Frees a retired node once nothing refers to it: no token
+ * (whose finalizer frees it otherwise) and, for a named node, no event on
+ * its way through the ready queue (tl__call_js frees it then). A retired
+ * node is out of every shared table, so only this thread still writes
+ * in_ready and no lock is needed; nor is the env, which may be gone when a
+ * token's finalizer runs at teardown. */
+static void
+tl__maybe_free(tl_async_t *n)
+{
+  if (n->done && !n->has_token && !n->in_ready)
+    free(n);
+}
+
 /* Env thread. Takes `n` off the env's books; frees it unless a cancel
- * token still points at it. */
+ * token or a queued event still points at it. */
 static void
 tl__retire(tl_env_t *e, tl_async_t *n)
 {
@@ -303,8 +316,7 @@ tl__retire(tl_env_t *e, tl_async_t *n)
     n->keep = NULL;
   }
   n->done = 1;
-  if (!n->has_token)
-    free(n);
+  tl__maybe_free(n);
 }
 
 /* Any thread, under the names table lock: a grant or steal for `r`. The
@@ -376,10 +388,11 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
    * queue, which relinks ready_next; the batch runs on drain_next. */
   tl_mutex_lock(&e->ready_lock);
   for (n = e->ready_head; n != NULL; n = n->ready_next) {
+    /* A named node stays marked in_ready until it was handled below, so
+     * that neither a release nor its token's finalizer frees it first. */
     n->drain_next = n->ready_next;
     n->done_events = n->events;
     n->events = 0;
-    n->in_ready = 0;
   }
   n = e->ready_head;
   e->ready_head = e->ready_tail = NULL;
@@ -392,7 +405,19 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
 
     next = n->drain_next;
     if (n->kind == TL_NODE_NAMED) {
-      tl__named_deliver(env, e, (tl_named_node_t *)n);
+      int was_empty = 0;
+      if (!n->done)
+        tl__named_deliver(env, e, (tl_named_node_t *)n);
+      /* Events that came while it was handled go around once more. */
+      tl_mutex_lock(&e->ready_lock);
+      n->in_ready = 0;
+      if (n->events != 0) {
+        n->in_ready = 1;
+        was_empty = tl__ready_append(e, n);
+      }
+      tl_mutex_unlock(&e->ready_lock);
+      tl__ready_kick(e, was_empty);
+      tl__maybe_free(n);
       continue;
     }
     TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
@@ -771,10 +796,8 @@ tl__token_finalize(napi_env env, void *data, void *hint)
 
   (void)env;
   (void)hint;
-  if (n->done)
-    free(n);
-  else
-    n->has_token = 0; /* the node frees itself when it is retired */
+  n->has_token = 0;
+  tl__maybe_free(n);
 }
 
 /* Returns [promise, token] for a request whose node `n` can be cancelled
