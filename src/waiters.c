@@ -41,10 +41,15 @@ static size_t tl__registry_len;
 static size_t tl__registry_cap;
 
 static atomic_uint tl__spin_limit = 0;
+static atomic_uint tl__spinners;  /* sync waiters spinning right now */
+static unsigned tl__max_spinners; /* set once by tl__table_init */
 
 static void
 tl__table_init(void)
 {
+  unsigned cores = uv_available_parallelism();
+
+  tl__max_spinners = cores > 2 ? cores / 2 : 1;
   for (size_t i = 0; i < TL_BUCKET_COUNT; i++)
     tl_mutex_init(&tl__table[i].lock);
   tl_mutex_init(&tl__registry_lock);
@@ -215,15 +220,26 @@ static int
 tl__spin(tl_waiter_t *w, uint64_t deadline)
 {
   unsigned limit = atomic_load_explicit(&tl__spin_limit, memory_order_relaxed);
+  int done = 0;
 
-  if (deadline != UINT64_MAX && deadline <= tl_now_ns())
+  if (limit == 0 || (deadline != UINT64_MAX && deadline <= tl_now_ns()))
     return 0;
+  /* Spinning pays only while the notifier has a core to run on: with more
+   * spinners than half the cores they would take the cores from the very
+   * threads they wait for. Late comers park at once. */
+  if (atomic_fetch_add(&tl__spinners, 1) >= tl__max_spinners) {
+    atomic_fetch_sub(&tl__spinners, 1);
+    return 0;
+  }
   for (unsigned i = 0; i < limit; i++) {
-    if (atomic_load_explicit(&w->state, memory_order_acquire) != TL_WAITING)
-      return 1;
+    if (atomic_load_explicit(&w->state, memory_order_acquire) != TL_WAITING) {
+      done = 1;
+      break;
+    }
     tl_cpu_relax();
   }
-  return 0;
+  atomic_fetch_sub(&tl__spinners, 1);
+  return done;
 }
 
 /* Runs on the waiting thread, which sleeps; `sw` was enqueued under
