@@ -380,6 +380,7 @@ async function sweep (title, unit, higher, configs, anchorName) {
     rows.push([c.label, ...meds.map((v, k) => (k === best ? `**${fmt(v)}**` : fmt(v))),
       fmt(median(an)), SPINS[best]])
   }
+  // Back to the run's setting; 0 is what the binding starts with.
   setSpin(opts.spin === null ? 0 : opts.spin)
   progressDone()
   process.stdout.write(`\n### ${title} (${unit}, medians of ${SWEEP_ROUNDS})\n\n`)
