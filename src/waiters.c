@@ -105,6 +105,21 @@ tl__enqueue(tl_bucket_t *b, tl_waiter_t *w)
   b->count++;
 }
 
+/* Puts `w` first in the bucket's FIFO, ahead of every waiter on every
+ * address of the bucket. Expects b->lock. */
+static void
+tl__enqueue_front(tl_bucket_t *b, tl_waiter_t *w)
+{
+  w->prev = NULL;
+  w->next = b->head;
+  if (b->head != NULL)
+    b->head->prev = w;
+  else
+    b->tail = w;
+  b->head = w;
+  b->count++;
+}
+
 /* Unlinks `w` from the bucket's FIFO. Expects b->lock. */
 static void
 tl__unlink(tl_bucket_t *b, tl_waiter_t *w)
@@ -271,6 +286,9 @@ tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
   sw->base.amount = amount;
   atomic_init(&sw->base.state, TL_WAITING);
   sw->base.owner_died = 0;
+  sw->base.granted = 0;
+  sw->base.requeue = 0;
+  sw->base.since = 0;
   sw->base.parked = 0;
   sw->base.is_async = 0;
   sw->base.settle = NULL;
@@ -308,6 +326,9 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
    * never made it into the list finds nothing to unlink. */
   atomic_init(&w->state, TL_CANCELLED);
   w->owner_died = 0;
+  w->granted = 0;
+  w->requeue = 0;
+  w->since = 0;
   w->parked = 0;
   w->is_async = 1;
   w->settle = settle;
@@ -460,6 +481,7 @@ tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
     next |= TL_GATE_WAITERS;
   atomic_store(word, next);
   w->owner_died = (uint8_t)owner_died;
+  w->granted = 1;
   tl__finish(w, TL_NOTIFIED);
 }
 
@@ -490,6 +512,7 @@ tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
     if (tl__next_gate_waiter(b->head, addr) != NULL)
       v |= TL_GATE_WAITERS;
     atomic_store(word, v);
+    h->granted = 1;
     tl__finish(h, TL_NOTIFIED);
   }
 }
@@ -522,6 +545,7 @@ tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
       v |= TL_GATE_WAITERS;
     atomic_store(word, v);
     h->owner_died = (uint8_t)owner_died;
+    h->granted = 1;
     owner_died = 0;
     tl__finish(h, TL_NOTIFIED);
   }
@@ -620,7 +644,12 @@ tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
       !atomic_compare_exchange_weak(word, v, *v | TL_GATE_WAITERS))
     return -1;
   atomic_store(&w->state, TL_WAITING);
-  tl__enqueue(b, w);
+  if (w->since == 0)
+    w->since = tl_now_ns();
+  if (w->requeue)
+    tl__enqueue_front(b, w);
+  else
+    tl__enqueue(b, w);
   return 0;
 }
 
@@ -637,8 +666,11 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
   for (;;) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
 
-    if (v == 0) {
-      if (atomic_compare_exchange_weak(word, &v, (int32_t)w->lock_id))
+    /* In the throughput mode a word without an owner is free even while
+     * waiters are queued (their bit stays); in the fair mode that state
+     * never occurs, since releases hand the lock over. */
+    if (v == 0 || (owner == 0 && (w->amount & TL_LOCK_BARGE))) {
+      if (atomic_compare_exchange_weak(word, &v, v | (int32_t)w->lock_id))
         return TL_RESULT_ACQUIRED;
       continue;
     }
@@ -741,6 +773,8 @@ tl__valid_gate(int gate, uint32_t id, uint32_t amount)
 {
   if (gate == TL_GATE_SEM)
     return amount <= TL_SEM_MASK;
+  if (gate == TL_GATE_LOCK && amount > TL_LOCK_BARGE)
+    return 0;
   return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
           gate == TL_GATE_WRITE) &&
          id != 0 && id <= TL_LOCK_ID_MASK;
@@ -770,7 +804,27 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
     return TL_RESULT_TIMED_OUT;
   }
   tl_mutex_unlock(&b->lock);
-  r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
+  for (;;) {
+    r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
+    if (r != TL_RESULT_ACQUIRED || sw.base.granted)
+      break;
+    /* Throughput mode: woken, not granted. Compete for the free word; on
+     * losing, wait again first in line, keeping the original deadline. */
+    tl_mutex_lock(&b->lock);
+    sw.base.parked = 0;
+    sw.base.requeue = 1;
+    r = tl__gate_try_enqueue(b, &sw.base, 0);
+    if (r != TL_RESULT_PENDING) {
+      tl_mutex_unlock(&b->lock);
+      return r;
+    }
+    if (deadline <= tl_now_ns()) {
+      tl__remove(b, &sw.base);
+      tl_mutex_unlock(&b->lock);
+      return TL_RESULT_TIMED_OUT;
+    }
+    tl_mutex_unlock(&b->lock);
+  }
   if (r == TL_RESULT_ACQUIRED && sw.base.owner_died)
     r = TL_RESULT_OWNER_DIED;
   return r;
@@ -818,6 +872,16 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
     first = tl__next_gate_waiter(b->head, (uintptr_t)word);
     if (first == NULL) {
       atomic_store(aword, 0);
+    } else if ((amount & TL_LOCK_BARGE) && !first->is_async &&
+               tl_now_ns() - first->since < TL_LOCK_STARVING_NS) {
+      /* Throughput mode: free the word, keeping the waiters bit if more
+       * wait, and wake the oldest waiter to compete for it. */
+      tl__unlink(b, first);
+      atomic_store(aword, tl__next_gate_waiter(b->head, (uintptr_t)word)
+                              ? TL_GATE_WAITERS
+                              : 0);
+      first->granted = 0;
+      tl__finish(first, TL_NOTIFIED);
     } else {
       /* Direct hand-off keeps the grants in FIFO order: the word never
        * becomes 0 while a waiter is queued, so nobody can barge in. */

@@ -50,6 +50,15 @@ enum {
 #define TL_RW_WRITER 0x20000000
 #define TL_RW_MASK 0x1fffffff
 
+/* `amount` of a TL_GATE_LOCK request or release: the throughput mode. A
+ * release then frees the word and wakes the oldest waiter, which competes
+ * with running threads (first in line if it loses), instead of handing the
+ * lock to it; a waiter that has waited TL_LOCK_STARVING_NS or longer, and
+ * an async one, still gets it handed over. All users of a word must agree
+ * on its mode. */
+#define TL_LOCK_BARGE 1
+#define TL_LOCK_STARVING_NS 1000000
+
 /* What a gate waiter waits to take. */
 enum {
   TL_GATE_NONE = 0, /* a plain wait, woken by tl_notify */
@@ -86,10 +95,13 @@ struct tl_waiter_s {
   tl_waiter_t *prev;   /* protected by the bucket lock */
   uintptr_t addr;      /* set before enqueue; immutable while linked */
   uint32_t lock_id;    /* gate waiters: the requesting thread's id */
-  uint32_t amount;     /* semaphore waiters: the permits requested */
+  uint32_t amount;     /* semaphores: permits; locks: TL_LOCK_BARGE */
   uint8_t gate;        /* TL_GATE_*; immutable while linked */
   _Atomic int state;   /* tl_state_t; written only under the bucket lock */
   uint8_t owner_died;  /* lock waiters: set under the lock with NOTIFIED */
+  uint8_t granted;     /* gate waiters: NOTIFIED with the gate handed over */
+  uint8_t requeue;     /* sync lock waiters: enqueue at the front */
+  uint64_t since;      /* gate waiters: when the request first queued */
   uint8_t parked;      /* sync waiters: protected by the bucket lock */
   uint8_t is_async;    /* immutable */
   tl_settle_cb settle; /* async waiters: immutable */
