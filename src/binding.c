@@ -97,6 +97,7 @@ struct tl_env_s {
   uint32_t next_named_id; /* env thread */
   napi_ref noop;          /* a native no-op, called by the probe */
   napi_ref on_stolen;     /* JS function told the id of a stolen lock */
+  napi_ref results;       /* ["ok", "timed-out"], made once per thread */
   int closing;            /* env thread */
 };
 
@@ -379,6 +380,7 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
 {
   tl_env_t *e = context;
   tl_async_t *n, *next;
+  napi_value results, ok, timed_out;
 
   (void)js_cb;
   (void)data;
@@ -397,6 +399,12 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
   n = e->ready_head;
   e->ready_head = e->ready_tail = NULL;
   tl_mutex_unlock(&e->ready_lock);
+
+  /* The two result strings are made once per thread, and read once per
+   * batch, into the scope of this call. */
+  TL_NAPI_FATAL(napi_get_reference_value(env, e->results, &results));
+  TL_NAPI_FATAL(napi_get_element(env, results, 0, &ok));
+  TL_NAPI_FATAL(napi_get_element(env, results, 1, &timed_out));
 
   for (; n != NULL; n = next) {
     napi_handle_scope scope;
@@ -427,9 +435,7 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
                                       : TL_RESULT_TIMED_OUT;
       TL_NAPI_FATAL(napi_create_int32(env, code, &result));
     } else {
-      const char *s = state == TL_NOTIFIED ? "ok" : "timed-out";
-      TL_NAPI_FATAL(
-          napi_create_string_latin1(env, s, NAPI_AUTO_LENGTH, &result));
+      result = state == TL_NOTIFIED ? ok : timed_out;
     }
     /* Resolving can only fail when the thread is going away; teardown
      * then reclaims the node. */
@@ -493,6 +499,9 @@ tl__env_cleanup(void *arg)
   if (e->on_stolen != NULL)
     napi_delete_reference(e->env, e->on_stolen);
   e->on_stolen = NULL;
+  if (e->results != NULL)
+    napi_delete_reference(e->env, e->results);
+  e->results = NULL;
   napi_release_threadsafe_function(e->tsfn, napi_tsfn_abort);
 }
 
@@ -1249,7 +1258,7 @@ static tl_env_t *
 tl__env_new(napi_env env)
 {
   tl_env_t *e = calloc(1, sizeof(*e));
-  napi_value name, noop;
+  napi_value name, noop, results, ok, timed_out;
   uv_loop_t *loop;
 
   if (e == NULL)
@@ -1267,6 +1276,12 @@ tl__env_new(napi_env env)
       napi_create_function(env, "noop", NAPI_AUTO_LENGTH, tl__noop, NULL,
                            &noop) != napi_ok ||
       napi_create_reference(env, noop, 1, &e->noop) != napi_ok ||
+      napi_create_array_with_length(env, 2, &results) != napi_ok ||
+      napi_create_string_latin1(env, "ok", 2, &ok) != napi_ok ||
+      napi_create_string_latin1(env, "timed-out", 9, &timed_out) != napi_ok ||
+      napi_set_element(env, results, 0, ok) != napi_ok ||
+      napi_set_element(env, results, 1, timed_out) != napi_ok ||
+      napi_create_reference(env, results, 1, &e->results) != napi_ok ||
       napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e,
                                       tl__tsfn_finalize, e, tl__call_js,
                                       &e->tsfn) != napi_ok)
@@ -1281,6 +1296,8 @@ tl__env_new(napi_env env)
 fail_timer:
   if (e->noop != NULL)
     napi_delete_reference(env, e->noop);
+  if (e->results != NULL)
+    napi_delete_reference(env, e->results);
   uv_close((uv_handle_t *)e->timer, tl__timer_closed);
   tl_mutex_destroy(&e->ready_lock);
   free(e);
