@@ -40,7 +40,12 @@ static uint32_t *tl__registry;
 static size_t tl__registry_len;
 static size_t tl__registry_cap;
 
-static atomic_uint tl__spin_limit = 0;
+/* Pause iterations a sync waiter may spin before it parks; see tl__spin. */
+#define TL_SPIN_DEFAULT 4000
+#define TL_SPIN_FLOOR 32
+static atomic_uint tl__spin_limit = TL_SPIN_DEFAULT;
+static _Thread_local unsigned tl__spin_budget; /* 0: not adapted yet */
+static _Thread_local unsigned tl__spin_waits;
 static atomic_uint tl__spinners;  /* sync waiters spinning right now */
 static unsigned tl__max_spinners; /* set once by tl__table_init */
 
@@ -235,6 +240,7 @@ static int
 tl__spin(tl_waiter_t *w, uint64_t deadline)
 {
   unsigned limit = atomic_load_explicit(&tl__spin_limit, memory_order_relaxed);
+  unsigned budget;
   int done = 0;
 
   if (limit == 0 || (deadline != UINT64_MAX && deadline <= tl_now_ns()))
@@ -246,7 +252,13 @@ tl__spin(tl_waiter_t *w, uint64_t deadline)
     atomic_fetch_sub(&tl__spinners, 1);
     return 0;
   }
-  for (unsigned i = 0; i < limit; i++) {
+  /* Each thread adapts its spin to how its waits end: a spin that was
+   * rewarded doubles the next one, a wasted one halves it, and every 16th
+   * wait tries the full limit again in case the load went away. */
+  budget = tl__spin_budget != 0 ? tl__spin_budget : limit;
+  if (budget > limit || (++tl__spin_waits & 15) == 0)
+    budget = limit;
+  for (unsigned i = 0; i < budget; i++) {
     if (atomic_load_explicit(&w->state, memory_order_acquire) != TL_WAITING) {
       done = 1;
       break;
@@ -254,6 +266,10 @@ tl__spin(tl_waiter_t *w, uint64_t deadline)
     tl_cpu_relax();
   }
   atomic_fetch_sub(&tl__spinners, 1);
+  if (done)
+    tl__spin_budget = budget * 2 < limit ? budget * 2 : limit;
+  else
+    tl__spin_budget = budget / 2 > TL_SPIN_FLOOR ? budget / 2 : TL_SPIN_FLOOR;
   return done;
 }
 
