@@ -61,7 +61,7 @@ typedef struct tl_async_s {
   struct tl_async_s *drain_next;  /* env thread: the batch being resolved */
   struct tl_async_s *prev, *next; /* env->pending; env thread only */
   napi_deferred deferred;         /* env thread only */
-  napi_ref keep;       /* env thread: the typed array, so its memory stays */
+  const void *keep;    /* env thread: the buffer kept alive (tl__keep) */
   uint64_t deadline;   /* env thread; UINT64_MAX when there is none */
   uint32_t heap_index; /* env thread; TL_NO_HEAP when not in the heap */
   uint8_t ref;         /* keeps the event loop alive while pending */
@@ -81,6 +81,17 @@ typedef struct tl_named_node_s {
   uint32_t id;  /* reported to JS when the lock is stolen */
 } tl_named_node_t;
 
+/* One reference per buffer with pending waiters of a thread, counted: a
+ * freed buffer's address could be reused, so its memory must outlive every
+ * waiter on it, but one reference per waiter would cost a handle each. */
+#define TL_KEEP_BUCKETS 64
+typedef struct tl_keep_s {
+  struct tl_keep_s *next; /* hash chain; env thread only */
+  const void *base;       /* the buffer's data; immutable */
+  napi_ref ref;           /* a typed array over it; immutable */
+  size_t count;           /* pending waiters on it; env thread only */
+} tl_keep_t;
+
 struct tl_env_s {
   napi_env env;
   napi_threadsafe_function tsfn;
@@ -98,7 +109,8 @@ struct tl_env_s {
   napi_ref noop;          /* a native no-op, called by the probe */
   napi_ref on_stolen;     /* JS function told the id of a stolen lock */
   napi_ref results;       /* ["ok", "timed-out"], made once per thread */
-  int closing;            /* env thread */
+  tl_keep_t *keeps[TL_KEEP_BUCKETS]; /* env thread: buffers kept alive */
+  int closing;                       /* env thread */
 };
 
 static void
@@ -185,6 +197,63 @@ tl__heap_remove(tl_env_t *e, tl_async_t *n)
     e->heap[i]->heap_index = i;
     tl__heap_fix(e, i);
   }
+}
+
+/* Buffers kept alive. Env thread only. */
+
+static tl_keep_t **
+tl__keep_slot(tl_env_t *e, const void *base)
+{
+  uint64_t h = (uint64_t)(uintptr_t)base * UINT64_C(0x9E3779B97F4A7C15);
+  tl_keep_t **p = &e->keeps[h >> 58];
+
+  while (*p != NULL && (*p)->base != base)
+    p = &(*p)->next;
+  return p;
+}
+
+/* Keeps the buffer under `ta` alive until the matching tl__unkeep; sets
+ * *base to what tl__unkeep takes. */
+static int
+tl__keep(napi_env env, tl_env_t *e, napi_value ta, const void **base)
+{
+  void *data;
+  size_t offset;
+  tl_keep_t **p, *k;
+
+  if (napi_get_typedarray_info(env, ta, NULL, NULL, &data, NULL, &offset) !=
+      napi_ok)
+    return -1;
+  *base = (const char *)data - offset;
+  p = tl__keep_slot(e, *base);
+  if (*p != NULL) {
+    (*p)->count++;
+    return 0;
+  }
+  k = malloc(sizeof(*k));
+  if (k == NULL)
+    return -1;
+  if (napi_create_reference(env, ta, 1, &k->ref) != napi_ok) {
+    free(k);
+    return -1;
+  }
+  k->next = NULL;
+  k->base = *base;
+  k->count = 1;
+  *p = k;
+  return 0;
+}
+
+static void
+tl__unkeep(tl_env_t *e, const void *base)
+{
+  tl_keep_t **p = tl__keep_slot(e, base), *k = *p;
+
+  if (k == NULL || --k->count > 0)
+    return;
+  *p = k->next;
+  napi_delete_reference(e->env, k->ref);
+  free(k);
 }
 
 /* Ready queue. */
@@ -313,7 +382,7 @@ tl__retire(tl_env_t *e, tl_async_t *n)
   n->prev = n->next = NULL;
   tl__ref(e, n, -1);
   if (n->keep != NULL) {
-    napi_delete_reference(e->env, n->keep);
+    tl__unkeep(e, n->keep);
     n->keep = NULL;
   }
   n->done = 1;
@@ -386,6 +455,14 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
   (void)data;
   if (env == NULL)
     return;
+  /* The two result strings are made once per thread, and read once per
+   * batch, into the scope of this call. Reading fails only once the thread
+   * can no longer run JavaScript; teardown then frees the queued nodes. */
+  if (napi_get_reference_value(env, e->results, &results) != napi_ok ||
+      napi_get_element(env, results, 0, &ok) != napi_ok ||
+      napi_get_element(env, results, 1, &timed_out) != napi_ok)
+    return;
+
   /* Take the batch. A named node may get another event once it left the
    * queue, which relinks ready_next; the batch runs on drain_next. */
   tl_mutex_lock(&e->ready_lock);
@@ -399,12 +476,6 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
   n = e->ready_head;
   e->ready_head = e->ready_tail = NULL;
   tl_mutex_unlock(&e->ready_lock);
-
-  /* The two result strings are made once per thread, and read once per
-   * batch, into the scope of this call. */
-  TL_NAPI_FATAL(napi_get_reference_value(env, e->results, &results));
-  TL_NAPI_FATAL(napi_get_element(env, results, 0, &ok));
-  TL_NAPI_FATAL(napi_get_element(env, results, 1, &timed_out));
 
   for (; n != NULL; n = next) {
     napi_handle_scope scope;
@@ -481,14 +552,21 @@ tl__env_cleanup(void *arg)
     n->heap_index = TL_NO_HEAP;
     n->prev = NULL;
     e->pending = next;
-    if (n->keep != NULL)
-      napi_delete_reference(e->env, n->keep);
     n->keep = NULL;
     n->done = 1;
     if (!n->has_token)
       free(n);
   }
   e->ready_head = e->ready_tail = NULL;
+  for (size_t i = 0; i < TL_KEEP_BUCKETS; i++) {
+    tl_keep_t *k, *knext;
+    for (k = e->keeps[i]; k != NULL; k = knext) {
+      knext = k->next;
+      napi_delete_reference(e->env, k->ref);
+      free(k);
+    }
+    e->keeps[i] = NULL;
+  }
   free(e->heap);
   e->heap = NULL;
   e->heap_len = e->heap_cap = 0;
@@ -644,8 +722,7 @@ tl_napi_notify(napi_env env, napi_callback_info info)
 
 /* Creates a pending node for the calling env; NULL with an exception. */
 static tl_async_t *
-tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout, int ref,
-              int kind)
+tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref, int kind)
 {
   tl_async_t *n = calloc(1, sizeof(*n));
 
@@ -665,26 +742,25 @@ tl__new_async(napi_env env, tl_env_t *e, napi_value ta, double timeout, int ref,
       ns++;
     n->deadline = tl_now_ns() + ns;
   }
-  if (napi_create_reference(env, ta, 1, &n->keep) != napi_ok) {
-    free(n);
-    tl__throw_last(env, "napi_create_reference");
-    return NULL;
-  }
   return n;
 }
 
 /* Env thread: `n` was enqueued; book it and return its promise. */
 static napi_value
-tl__track(napi_env env, tl_env_t *e, tl_async_t *n)
+tl__track(napi_env env, tl_env_t *e, tl_async_t *n, napi_value ta)
 {
   napi_value promise;
 
-  if (napi_create_promise(env, &n->deferred, &promise) != napi_ok ||
+  /* The typed array is alive in this call, so the buffer cannot go away
+   * before the keep is taken, even if a notify already took the node. */
+  if (tl__keep(env, e, ta, &n->keep) != 0 ||
+      napi_create_promise(env, &n->deferred, &promise) != napi_ok ||
       (n->deadline != UINT64_MAX && tl__heap_push(e, n) != 0)) {
     /* Undo the enqueue; nobody else has seen the node unless a notify
      * already took it, in which case it resolves through the queue. */
     if (tl_cancel(&n->w, TL_CANCELLED)) {
-      napi_delete_reference(env, n->keep);
+      if (n->keep != NULL)
+        tl__unkeep(e, n->keep);
       free(n);
     }
     tl__throw_last(env, "napi_create_promise");
@@ -838,16 +914,15 @@ tl__gate_async(napi_env env, napi_value ta, void *addr, int32_t gate,
   tl_async_t *n;
   int r;
 
-  n = tl__new_async(env, e, ta, timeout, ref, TL_NODE_GATE);
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE);
   if (n == NULL)
     return NULL;
   r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
   if (r != TL_RESULT_PENDING) {
-    napi_delete_reference(env, n->keep);
     free(n);
     return tl__int(env, r);
   }
-  promise = tl__track(env, e, n);
+  promise = tl__track(env, e, n, ta);
   if (promise == NULL || !with_token)
     return promise;
   return tl__with_token(env, n, promise);
@@ -920,18 +995,17 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
   TL_NAPI_CALL(env, napi_coerce_to_bool(env, argv[5], &argv[5]));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  n = tl__new_async(env, e, argv[0], timeout, ref, TL_NODE_WAIT);
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_WAIT);
   if (n == NULL)
     return NULL;
   r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
   if (r != TL_RESULT_PENDING) {
-    napi_delete_reference(env, n->keep);
     free(n);
     return tl__int(env, r);
   }
   /* The waiter is in the table now and may be notified at any moment; the
    * node still belongs to this thread until it is resolved here. */
-  promise = tl__track(env, e, n);
+  promise = tl__track(env, e, n, argv[0]);
   if (promise == NULL || !with_token)
     return promise;
   return tl__with_token(env, n, promise);
