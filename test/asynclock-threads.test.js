@@ -9,7 +9,7 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, LockError } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
 
 function assertCode (err, code) {
   assert.ok(err && err.code === code, `expected ${code}, got ${err && (err.stack || err.message)}`)
@@ -21,10 +21,11 @@ async function started (...workers) {
 }
 
 describe('AsyncLock across threads', function () {
+  before(mainGuard)
   afterEach(cleanup)
 
   it('a handle posted to a worker reopens the same lock there', async () => {
-    const lock = new AsyncLock(new SharedArrayBuffer(12), 8)
+    const lock = track(new AsyncLock(new SharedArrayBuffer(12), 8))
     const [w] = await started(new TestWorker())
     const seen = await w.run(({ tl, state, threadId }, handle) => {
       state.lock = tl.AsyncLock.from(handle)
@@ -47,8 +48,8 @@ describe('AsyncLock across threads', function () {
 
   it('locks in different slots of one buffer are independent across threads', async () => {
     const sab = new SharedArrayBuffer(8)
-    const a = new AsyncLock(sab, 0)
-    const b = new AsyncLock(sab, 4)
+    const a = track(new AsyncLock(sab, 0))
+    const b = track(new AsyncLock(sab, 4))
     const [w] = await started(new TestWorker({ locks: [a, b] }))
     await w.run(({ locks }) => locks[1].lock(), undefined, 5000)
     assert.strictEqual(a.tryLock(), true)
@@ -60,14 +61,14 @@ describe('AsyncLock across threads', function () {
   })
 
   it('lock() blocks the main thread until a worker releases', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     const [w] = await started(new TestWorker({ locks: [lock] }))
     await w.run(({ locks }) => {
       locks[0].lock()
       setTimeout(() => locks[0].unlock(), 100)
     }, undefined, 5000)
     const t0 = Date.now()
-    lock.lock()
+    guarded('lock() while a worker holds the lock for 100 ms', () => lock.lock())
     const blocked = Date.now() - t0
     assert.ok(blocked >= 80, `lock() returned after ${blocked} ms while a worker held the lock for 100 ms`)
     assert.strictEqual(lock.owner, threadId)
@@ -75,16 +76,17 @@ describe('AsyncLock across threads', function () {
   })
 
   it('mutual exclusion: a non-atomic counter incremented by the main thread and 3 workers ends exact', async () => {
-    const ITERATIONS = 1500
-    const lock = new AsyncLock()
-    // counter[0]: the count, read and written without atomics; counter[1]:
-    // scratch for the delay between the read and the write.
-    const counter = new Int32Array(new SharedArrayBuffer(8))
+    const ITERATIONS = 3000
+    const lock = track(new AsyncLock())
+    // counter[0]: the count, read and written without atomics; [1]: scratch
+    // that widens the window between the read and the write; [2]: workers
+    // at the start line; [3]: the start signal, so that all threads overlap.
+    const counter = new Int32Array(new SharedArrayBuffer(16))
     const init = ({ workerData }) => {
       const c = workerData.counter
       workerData.increment = () => {
         const v = c[0]
-        for (let k = 0; k < 20; k++) Atomics.add(c, 1, 1)
+        for (let k = 0; k < 50; k++) Atomics.add(c, 1, 1)
         c[0] = v + 1
       }
     }
@@ -92,6 +94,9 @@ describe('AsyncLock across threads', function () {
       new TestWorker({ locks: [lock], data: { counter }, init })))
     const runs = workers.map((w) => w.run(async ({ locks, workerData }, n) => {
       const lock = locks[0]
+      const c = workerData.counter
+      Atomics.add(c, 2, 1)
+      Atomics.wait(c, 3, 0)
       for (let i = 0; i < n; i++) {
         if (i % 2 === 0) {
           lock.lock()
@@ -107,12 +112,15 @@ describe('AsyncLock across threads', function () {
     }, ITERATIONS))
     const increment = () => {
       const v = counter[0]
-      for (let k = 0; k < 20; k++) Atomics.add(counter, 1, 1)
+      for (let k = 0; k < 50; k++) Atomics.add(counter, 1, 1)
       counter[0] = v + 1
     }
+    await until(() => Atomics.load(counter, 2) === 3, 'the workers did not reach the start line')
+    Atomics.store(counter, 3, 1)
+    Atomics.notify(counter, 3)
     for (let i = 0; i < ITERATIONS; i++) {
       if (i % 3 === 0) {
-        lock.lock()
+        guarded('lock() in the counter test', () => lock.lock())
         increment()
         lock.unlock()
       } else {
@@ -126,7 +134,7 @@ describe('AsyncLock across threads', function () {
   })
 
   it('FIFO across threads: sync and async requests are granted in the order they were made', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     // order[0] counts the entries that follow it.
     const order = new Int32Array(new SharedArrayBuffer(4 * 8))
     const record = (tag) => { order[Atomics.add(order, 0, 1) + 1] = tag }
@@ -168,7 +176,7 @@ describe('AsyncLock across threads', function () {
   })
 
   it('a steady stream of new requests cannot starve a waiter (async and sync)', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     // shared[0]: increments made by the hammering workers; shared[1]: stop.
     const shared = new Int32Array(new SharedArrayBuffer(8))
     const hammer = async ({ locks, workerData }) => {
@@ -219,11 +227,11 @@ describe('AsyncLock across threads', function () {
   })
 
   it('timeouts while a worker holds the lock: lock({ timeout }) throws ETIMEDOUT, the promise API rejects', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     const [w] = await started(new TestWorker({ locks: [lock] }))
     await w.run(({ locks }) => locks[0].lock(), undefined, 5000)
     const t0 = Date.now()
-    const err = thrown(() => lock.lock({ timeout: 50 }))
+    const err = thrown(() => guarded('lock({ timeout: 50 })', () => lock.lock({ timeout: 50 })))
     const elapsed = Date.now() - t0
     assert.ok(err instanceof LockError)
     assertCode(err, 'ETIMEDOUT')
@@ -243,7 +251,7 @@ describe('AsyncLock across threads', function () {
   })
 
   it('an aborted request leaves the queue and the next thread in line gets the lock', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     const [holder, next] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
     await holder.run(({ locks }) => locks[0].lock(), undefined, 5000)
     const ac = new AbortController()
@@ -267,7 +275,7 @@ describe('AsyncLock across threads', function () {
   })
 
   it('ownership: ENOTOWNER for non-holders, EDEADLK for a blocking re-lock, async requests of the holder queue', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     const [w] = await started(new TestWorker({ locks: [lock] }))
     lock.lock()
     // A worker cannot unlock the main thread's lock.
@@ -314,7 +322,7 @@ describe('AsyncLock across threads', function () {
   })
 
   it('waiting counts the sync and async requests of every thread', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     const [a, b, c] = await started(...[1, 2, 3].map(() => new TestWorker({ locks: [lock] })))
     await a.run(({ locks }) => locks[0].lock(), undefined, 5000)
     const blocked = b.run(({ locks }) => { locks[0].lock(); locks[0].unlock() })
@@ -335,7 +343,7 @@ describe('AsyncLock across threads', function () {
   })
 
   it('a callback that throws in a worker releases the lock for the next thread', async () => {
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     const [w] = await started(new TestWorker({ locks: [lock] }))
     const failing = w.run(({ locks, post }) => locks[0].runExclusive(async () => {
       post('inside')

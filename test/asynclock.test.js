@@ -9,7 +9,7 @@ const assert = require('assert')
 const { threadId } = require('worker_threads')
 const timersPromises = require('timers/promises')
 const { AsyncLock, LockError, AbortError } = require('..')
-const { within, sleep, thrown, rejection } = require('./fixtures/threads')
+const { cleanup, track, mainGuard, guarded, within, sleep, thrown, rejection } = require('./fixtures/threads')
 
 const seq = Array.from({ length: 10 }, (_, i) => i + 1)
 
@@ -21,9 +21,12 @@ function assertLockError (err, code) {
 }
 
 describe('AsyncLock (one thread)', () => {
+  before(mainGuard)
+  afterEach(cleanup)
+
   describe('construction', () => {
     it('allocates its own 4-byte SharedArrayBuffer by default', () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       assert.ok(lock.buffer instanceof SharedArrayBuffer)
       assert.strictEqual(lock.buffer.byteLength, 4)
       assert.strictEqual(lock.byteOffset, 0)
@@ -36,7 +39,7 @@ describe('AsyncLock (one thread)', () => {
     it('uses one Int32 slot of a given buffer, so many locks share one buffer', () => {
       const sab = new SharedArrayBuffer(16)
       const words = new Int32Array(sab)
-      const locks = [0, 4, 8, 12].map((offset) => new AsyncLock(sab, offset))
+      const locks = [0, 4, 8, 12].map((offset) => track(new AsyncLock(sab, offset)))
       locks[2].lock()
       assert.deepStrictEqual(locks.map((l) => l.locked), [false, false, true, false])
       assert.deepStrictEqual([...words].map((w) => w !== 0), [false, false, true, false])
@@ -52,7 +55,7 @@ describe('AsyncLock (one thread)', () => {
 
     it('describes itself by a handle that AsyncLock.from reopens as the same lock', () => {
       const sab = new SharedArrayBuffer(8)
-      const lock = new AsyncLock(sab, 4)
+      const lock = track(new AsyncLock(sab, 4))
       const handle = lock.handle
       assert.deepStrictEqual(Object.keys(handle).sort(), ['buffer', 'byteOffset'])
       assert.strictEqual(handle.buffer, sab)
@@ -70,7 +73,7 @@ describe('AsyncLock (one thread)', () => {
 
   describe('lock / tryLock / unlock', () => {
     it('lock() takes a free lock and unlock() frees it', () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       assert.strictEqual(lock.locked, true)
       assert.strictEqual(lock.owner, threadId)
@@ -81,7 +84,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('tryLock() takes a free lock and refuses a held one, even to its holder', () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       assert.strictEqual(lock.tryLock(), true)
       assert.strictEqual(lock.tryLock(), false)
       assert.strictEqual(lock.owner, threadId)
@@ -90,7 +93,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('unlock() of a lock that is not held throws ENOTOWNER and changes nothing', () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const err = thrown(() => lock.unlock())
       assertLockError(err, 'ENOTOWNER')
       assert.match(err.message, /not held/)
@@ -101,9 +104,9 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('a blocking lock() by the holder throws EDEADLK instead of hanging; the lock stays held', () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
-      assertLockError(thrown(() => lock.lock()), 'EDEADLK')
+      assertLockError(thrown(() => guarded('lock() by the holder', () => lock.lock())), 'EDEADLK')
       assertLockError(thrown(() => lock.lock({ timeout: 10 })), 'EDEADLK')
       assert.strictEqual(lock.owner, threadId)
       assert.strictEqual(lock.waiting, 0)
@@ -112,7 +115,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('lock({ timeout }) on a free lock takes it at once', () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock({ timeout: 0 })
       assert.strictEqual(lock.owner, threadId)
       lock.unlock()
@@ -123,7 +126,7 @@ describe('AsyncLock (one thread)', () => {
 
   describe('acquire', () => {
     it('resolves with a release function that is harmless to call twice', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const release = await lock.acquire()
       assert.strictEqual(typeof release, 'function')
       assert.strictEqual(release.ownerDied, false)
@@ -142,7 +145,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('the release function has [Symbol.dispose]', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const release = await lock.acquire()
       assert.strictEqual(typeof release[Symbol.dispose], 'function')
       release[Symbol.dispose]()
@@ -152,7 +155,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('grants queued requests of one thread in FIFO order, whatever their options', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const order = []
       const ac = new AbortController()
@@ -173,7 +176,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('blocking: false resolves on a free lock and rejects EBUSY on a held one', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const release = await lock.acquire({ blocking: false })
       const err = await rejection(lock.acquire({ blocking: false }))
       assertLockError(err, 'EBUSY')
@@ -183,7 +186,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('timeout: rejects ETIMEDOUT no earlier than the timeout, removes the waiter, and never takes the lock', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const t0 = Date.now()
       const p = lock.acquire({ timeout: 50 })
@@ -207,7 +210,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('a timed-out request leaves its place to the next one', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const first = lock.acquire({ timeout: 30 })
       const second = lock.acquire()
@@ -228,7 +231,7 @@ describe('AsyncLock (one thread)', () => {
       nodeAc.abort(reason)
       const nodeErr = await rejection(nodeP)
 
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const ac = new AbortController()
       const p = lock.acquire({ signal: ac.signal })
@@ -247,7 +250,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('an already aborted signal rejects at once and queues nothing', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const signal = AbortSignal.abort('why')
       const err = await rejection(lock.acquire({ signal }))
       assert.strictEqual(err.name, 'AbortError')
@@ -261,7 +264,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('an aborted request leaves its place to the next one', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const ac = new AbortController()
       const order = []
@@ -279,7 +282,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('an abort after the lock was granted is ignored: the request resolves', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const ac = new AbortController()
       const p = lock.acquire({ signal: ac.signal })
@@ -292,7 +295,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('AbortSignal.timeout() aborts a long wait', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const err = await rejection(lock.runExclusive(() => assert.fail('must not run'),
         { signal: AbortSignal.timeout(30) }))
@@ -305,7 +308,7 @@ describe('AsyncLock (one thread)', () => {
 
   describe('runExclusive and executeLocked', () => {
     it('runExclusive resolves with the callback\'s result, sync or async, and releases', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       assert.strictEqual(await lock.runExclusive(() => {
         assert.strictEqual(lock.owner, threadId)
         return 42
@@ -320,7 +323,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('a throwing or rejecting callback rejects with its error and releases the lock', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const boom = new Error('boom')
       assert.strictEqual(await rejection(lock.runExclusive(() => { throw boom })), boom)
       assert.strictEqual(lock.locked, false)
@@ -334,7 +337,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('executeLocked waits without blocking the thread, then runs f', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       let ran = false
       const p = lock.executeLocked(() => { ran = true; return lock.owner })
@@ -350,7 +353,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('runExclusive with a timeout rejects ETIMEDOUT without running the callback', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       let ran = false
       assertLockError(await rejection(lock.runExclusive(() => { ran = true }, { timeout: 20 })), 'ETIMEDOUT')
@@ -368,7 +371,7 @@ describe('AsyncLock (one thread)', () => {
     }
 
     it('runExclusive keeps the calls in order: [1..10]', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const b = []
       await within(Promise.all(seq.map((x) => lock.runExclusive(async () => await push(b, x)))),
         5000, 'the ten calls did not finish')
@@ -377,7 +380,7 @@ describe('AsyncLock (one thread)', () => {
     })
 
     it('blocking: false runs only the first; the nine others reject EBUSY', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const a = []
       const results = await Promise.allSettled(seq.map((x) =>
         lock.runExclusive(async () => await push(a, x), { blocking: false })))
@@ -406,7 +409,7 @@ describe('AsyncLock (one thread)', () => {
         }
         if (clear && expected.length < 10) break
       }
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const b = []
       const results = await within(Promise.allSettled(seq.map((x, i) =>
         lock.runExclusive(async () => await push(b, x, delays[i]), { timeout: 200 }))),

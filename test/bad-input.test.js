@@ -15,7 +15,7 @@
 const assert = require('assert')
 const tl = require('..')
 const { AsyncLock, LockError, waiterCount } = tl
-const { TestWorker, cleanup, within, until } = require('./fixtures/threads')
+const { TestWorker, cleanup, track, mainGuard, guarded, within, until } = require('./fixtures/threads')
 
 const boom = new Error('boom from valueOf')
 const log = []
@@ -61,9 +61,10 @@ describe('bad input', function () {
   }
 
   before(async function () {
-    ta = i32(4)
-    lock = new AsyncLock(sab(8), 0)
-    held = new AsyncLock(lock.buffer, 4) // a second lock, held by the main thread
+    await mainGuard()
+    ta = track(i32(4))
+    lock = track(new AsyncLock(sab(8), 0))
+    held = track(new AsyncLock(lock.buffer, 4)) // a second lock, held by the main thread
     holder = new TestWorker({ locks: [lock] })
     queuedWorker = new TestWorker({ locks: [lock] })
     waitingWorker = new TestWorker({ data: { ta } })
@@ -79,7 +80,15 @@ describe('bad input', function () {
   })
 
   after(async function () {
-    // The waiters that were there all along still work.
+    try {
+      await stillWorking()
+    } finally {
+      await cleanup()
+    }
+  })
+
+  // The waiters that were there all along still work.
+  async function stillWorking () {
     if (mineWait) {
       assert.strictEqual(tl.notify(ta, 0), 2)
       assert.strictEqual(await within(mineWait.value, 5000, 'the main thread\'s wait did not end'), 'ok')
@@ -91,8 +100,7 @@ describe('bad input', function () {
       assert.strictEqual(lock.locked, false)
       held.unlock()
     }
-    await cleanup()
-  })
+  }
 
   // [description, () => args] for wait / notify / waitAsync. The reference
   // outcome is the built-in function's.
@@ -319,7 +327,7 @@ describe('bad input', function () {
       it(`${method}: ${name}`, async () => {
         const before = state()
         const heldBefore = [held.locked, held.owner]
-        let o = outcome(call)
+        let o = method === 'lock' ? guarded(`lock: ${name}`, () => outcome(call)) : outcome(call)
         const coerced = o.log
         if (PROMISED.has(method)) {
           assert.ok(!('error' in o), `${method} threw synchronously (${describeOutcome(o)}) instead of returning a rejected promise`)

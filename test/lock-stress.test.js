@@ -7,7 +7,7 @@
 
 const assert = require('assert')
 const { AsyncLock, waiterCount, notify } = require('..')
-const { TestWorker, cleanup, within, until, sleep, progress, progressDone, STRESS_SCALE } =
+const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep, progress, progressDone, STRESS_SCALE } =
   require('./fixtures/threads')
 
 const INCREMENTS = 100000 * STRESS_SCALE
@@ -15,12 +15,14 @@ const ROUNDS = 20 * STRESS_SCALE
 
 describe('lock stress', function () {
   this.timeout(Math.max(30000, 60000 * STRESS_SCALE))
+  before(mainGuard)
   afterEach(cleanup)
 
   it(`${INCREMENTS.toLocaleString('en')} contended increments by 4 workers and the main thread end exact`, async () => {
-    const lock = new AsyncLock()
-    // counter[0] is read and written without atomics, only under the lock.
-    const counter = new Int32Array(new SharedArrayBuffer(8))
+    const lock = track(new AsyncLock())
+    // counter[0] is read and written without atomics, only under the lock;
+    // [1]: workers at the start line; [2]: the start signal.
+    const counter = new Int32Array(new SharedArrayBuffer(12))
     const mainShare = Math.floor(INCREMENTS / 20)
     const perWorker = (INCREMENTS - mainShare) / 4
     assert.ok(Number.isInteger(perWorker))
@@ -30,6 +32,8 @@ describe('lock stress', function () {
       const lock = locks[0]
       const c = workerData.counter
       const bump = () => { c[0] = c[0] + 1 }
+      Atomics.add(c, 1, 1)
+      Atomics.wait(c, 2, 0)
       for (let i = 0; i < n; i++) {
         // Mostly the blocking API; every 16th increment (and all of worker
         // 3's every other) through the promise API, so both kinds of waiter
@@ -47,6 +51,9 @@ describe('lock stress', function () {
     }, { n: perWorker, k }))
     const ticker = setInterval(() => progress(`${counter[0].toLocaleString('en')} / ${INCREMENTS.toLocaleString('en')}`), 250)
     try {
+      await until(() => Atomics.load(counter, 1) === 4, 'the workers did not reach the start line')
+      Atomics.store(counter, 2, 1)
+      Atomics.notify(counter, 2)
       for (let i = 0; i < mainShare; i++) {
         await lock.executeLocked(() => { counter[0] = counter[0] + 1 })
       }
@@ -62,7 +69,7 @@ describe('lock stress', function () {
 
   it(`${ROUNDS} rounds of terminating a random worker mid-wait: no hang, the survivors keep going`, async () => {
     const POOL = 4
-    const lock = new AsyncLock()
+    const lock = track(new AsyncLock())
     // ta[0]: waited on with wait/waitAsync; ta[1]: stop flag; ta[2]: the
     // count of lock hand-offs flagged ownerDied; ta[3 + slot]: progress.
     const ta = new Int32Array(new SharedArrayBuffer(4 * (3 + POOL)))
@@ -133,7 +140,7 @@ describe('lock stress', function () {
     assert.strictEqual(lock.waiting, 0)
     // A victim may have died holding the lock with nobody waiting: then the
     // next acquirer recovers it.
-    lock.lock({ timeout: 5000 })
+    guarded('the final lock({ timeout })', () => lock.lock({ timeout: 5000 }))
     lock.unlock()
     assert.strictEqual(lock.locked, false)
     if (process.env.THREADLOCK_STRESS_PROGRESS === '1') {

@@ -11,13 +11,13 @@ const { spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
 const { wait, notify, waitAsync, waiterCount, AsyncLock } = require('..')
 const { binding } = require('../lib/native')
-const { TestWorker, cleanup, within, until, sleep } = require('./fixtures/threads')
+const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep } = require('./fixtures/threads')
 
 const ROOT = path.join(__dirname, '..')
 const PROMPT_MS = 1000
 
 function sharedInt32 (length = 4) {
-  return new Int32Array(new SharedArrayBuffer(4 * length))
+  return track(new Int32Array(new SharedArrayBuffer(4 * length)))
 }
 
 async function started (...workers) {
@@ -44,6 +44,7 @@ async function assertPrompt (victim, what) {
 }
 
 describe('robustness', function () {
+  before(mainGuard)
   afterEach(cleanup)
 
   describe('worker.terminate() mid-operation', () => {
@@ -73,7 +74,7 @@ describe('robustness', function () {
     }
 
     it('a worker holding a lock: the lock passes to the next waiter, flagged ownerDied', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const [victim, next] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
       await victim.run(({ locks }) => locks[0].lock(), undefined, 5000)
       const mine = lock.acquire()
@@ -100,7 +101,7 @@ describe('robustness', function () {
 
     for (const kind of ['lock()', 'acquire()']) {
       it(`a worker waiting in ${kind}: its request leaves the queue and the next one gets the lock`, async () => {
-        const lock = new AsyncLock()
+        const lock = track(new AsyncLock())
         const [victim, next] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
         lock.lock()
         victim.run(kind === 'lock()'
@@ -128,8 +129,8 @@ describe('robustness', function () {
 
     it('a worker with everything at once: waits on two elements, two lock requests, two locks held', async () => {
       const ta = sharedInt32()
-      const held = [new AsyncLock(), new AsyncLock()]
-      const wanted = [new AsyncLock(), new AsyncLock()]
+      const held = [track(new AsyncLock()), track(new AsyncLock())]
+      const wanted = [track(new AsyncLock()), track(new AsyncLock())]
       wanted[0].lock()
       wanted[1].lock()
       const mine = [waitAsync(ta, 0, 0), waitAsync(ta, 1, 0)]
@@ -179,8 +180,8 @@ describe('robustness', function () {
       it(`${name} with pending waits and a held lock: waiters removed, lock passed on with ownerDied`, async () => {
         const ta = sharedInt32()
         const go = sharedInt32(1)
-        const lock = new AsyncLock()
-        const other = new AsyncLock()
+        const lock = track(new AsyncLock())
+        const other = track(new AsyncLock())
         other.lock()
         const mine = waitAsync(ta, 0, 0)
         // With a natural end, only the ref'd wait on `go` keeps the worker
@@ -228,8 +229,8 @@ describe('robustness', function () {
     }
 
     it('a lock left by a dead thread with nobody waiting is recovered by the next acquirer, flagged, whatever the method', async () => {
-      const methods = ['lock', 'lock-timeout', 'tryLock', 'acquire', 'acquire-nonblocking', 'runExclusive', 'worker-lock']
-      const locks = methods.map(() => new AsyncLock())
+      const methods = ['lock-timeout', 'tryLock', 'acquire', 'acquire-nonblocking', 'runExclusive', 'worker-lock']
+      const locks = methods.map(() => track(new AsyncLock()))
       const w = new TestWorker({
         locks,
         unref: true,
@@ -240,11 +241,8 @@ describe('robustness', function () {
       assert.ok(locks.every((l) => l.locked && l.owner === w.threadId), 'the dead worker still appears as the owner')
 
       const died = {}
-      const [l0, l1, l2, l3, l4, l5, l6] = locks
-      l0.lock()
-      died.lock = l0.ownerDied
-      l0.unlock()
-      l1.lock({ timeout: 1000 })
+      const [l1, l2, l3, l4, l5, l6] = locks
+      guarded('lock({ timeout }) of a dead thread\'s lock', () => l1.lock({ timeout: 1000 }))
       died['lock-timeout'] = l1.ownerDied
       l1.unlock()
       assert.strictEqual(l2.tryLock(), true)
@@ -296,7 +294,7 @@ describe('robustness', function () {
     })
 
     it('a worker that only awaits acquire() stays alive until it gets the lock', async () => {
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const flag = sharedInt32(1)
       lock.lock()
       const w = new TestWorker({
@@ -322,7 +320,7 @@ describe('robustness', function () {
 
     it('waitAsync(..., { ref: false }) and acquire({ ref: false }) let the worker exit; their requests go away', async () => {
       const ta = sharedInt32()
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const w = new TestWorker({
         locks: [lock],
@@ -346,7 +344,7 @@ describe('robustness', function () {
 
     it('a thread with nothing pending exits normally; a wait with a timeout keeps it alive only that long', async () => {
       const ta = sharedInt32()
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       const t0 = Date.now()
       const w = new TestWorker({
         locks: [lock],
@@ -406,7 +404,7 @@ describe('robustness', function () {
       const WORKERS = 1000
       const AT_ONCE = 4
       const ta = sharedInt32()
-      const lock = new AsyncLock()
+      const lock = track(new AsyncLock())
       lock.lock()
       const mine = waitAsync(ta, 0, 0)
       const code = `
