@@ -73,30 +73,82 @@ describe('robustness', function () {
       })
     }
 
-    it('a worker holding a lock: the lock passes to the next waiter, flagged ownerDied', async () => {
+    for (const first of ['async', 'sync']) {
+      it(`a worker holding a lock: the lock passes to the next waiter (${first}), flagged ownerDied`, async () => {
+        const lock = track(new AsyncLock())
+        const [victim, next] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
+        await victim.run(({ locks }) => locks[0].lock(), undefined, 5000)
+        // The worker's blocking lock() reports whether its predecessor died
+        // and holds the lock until told to let go.
+        const queueWorker = () => next.run(({ locks, post }) => {
+          locks[0].lock()
+          post(locks[0].ownerDied)
+          return new Promise((resolve) => setTimeout(resolve, 20)).then(() => locks[0].unlock())
+        })
+        let mine, theirs
+        if (first === 'async') {
+          mine = lock.acquire()
+          theirs = queueWorker()
+        } else {
+          theirs = queueWorker()
+          await until(() => lock.waiting === 1, 'the worker did not queue')
+          mine = lock.acquire()
+        }
+        await until(() => lock.waiting === 2, 'the waiters did not queue')
+
+        await assertPrompt(victim, 'holding a lock')
+        if (first === 'async') {
+          const release = await within(mine, 5000, 'the lock of the terminated worker was not passed on')
+          assert.strictEqual(release.ownerDied, true)
+          assert.strictEqual(lock.ownerDied, true)
+          assert.strictEqual(lock.owner, 0)
+          assert.strictEqual(lock.waiting, 1)
+          release()
+          assert.strictEqual(lock.ownerDied, false)
+          // The next hand-off is an ordinary one.
+          assert.strictEqual(await next.nextEvent(), false)
+          await within(theirs, 5000, 'the worker did not release')
+        } else {
+          assert.strictEqual(await next.nextEvent(), true, 'the blocked worker was not told that the owner died')
+          await within(theirs, 5000, 'the worker did not release')
+          const release = await within(mine, 5000, 'the lock was not passed on after the worker')
+          assert.strictEqual(release.ownerDied, false)
+          release()
+        }
+        assert.strictEqual(lock.locked, false)
+        assert.strictEqual(lock.ownerDied, false)
+      })
+    }
+
+    it('a lock granted to a worker that is terminated before it could take it passes on, flagged', async () => {
       const lock = track(new AsyncLock())
       const [victim, next] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
-      await victim.run(({ locks }) => locks[0].lock(), undefined, 5000)
-      const mine = lock.acquire()
-      const theirs = next.run(({ locks }) => {
-        locks[0].lock()
-        const died = locks[0].ownerDied
-        locks[0].unlock()
+      lock.lock()
+      victim.run(({ locks }) => locks[0].acquire()).catch(() => {})
+      await until(() => lock.waiting === 1, 'the victim did not queue')
+      const theirs = next.run(async ({ locks }) => {
+        const release = await locks[0].acquire()
+        const died = release.ownerDied
+        release()
         return died
       })
-      await until(() => lock.waiting === 2, 'the waiters did not queue')
-
-      await assertPrompt(victim, 'holding a lock')
-      const release = await within(mine, 5000, 'the lock of the terminated worker was not passed on')
-      assert.strictEqual(release.ownerDied, true)
-      assert.strictEqual(lock.ownerDied, true)
-      assert.strictEqual(lock.owner, 0)
-      assert.strictEqual(lock.waiting, 1)
-      release()
-      // The next hand-off is an ordinary one.
-      assert.strictEqual(await within(theirs, 5000, 'the second waiter did not get the lock'), false)
+      await until(() => lock.waiting === 2, 'the second worker did not queue')
+      lock.unlock() // grants the lock to the victim, whose thread has yet to resolve it
+      const terminated = victim.terminate()
+      assert.strictEqual(await within(theirs, 5000, 'the lock granted to the terminated worker was lost'), true)
+      await terminated
       assert.strictEqual(lock.locked, false)
-      assert.strictEqual(lock.ownerDied, false)
+      // With nobody queued behind it, the next acquirer recovers it.
+      const [victim2] = await started(new TestWorker({ locks: [lock] }))
+      lock.lock()
+      victim2.run(({ locks }) => locks[0].acquire()).catch(() => {})
+      await until(() => lock.waiting === 1, 'the second victim did not queue')
+      lock.unlock()
+      await victim2.terminate()
+      const release = await within(lock.acquire(), 5000, 'the lock of the terminated worker was not recovered')
+      assert.strictEqual(release.ownerDied, true)
+      release()
+      assert.strictEqual(lock.locked, false)
     })
 
     for (const kind of ['lock()', 'acquire()']) {
