@@ -179,7 +179,7 @@ describe('robustness', function () {
       })
     }
 
-    it('a worker with everything at once: waits on two elements, two lock requests, two locks held', async () => {
+    it('a worker with everything at once: waits on two elements, two lock requests (abortable, timed), two locks held', async () => {
       const ta = sharedInt32()
       const held = [track(new AsyncLock()), track(new AsyncLock())]
       const wanted = [track(new AsyncLock()), track(new AsyncLock())]
@@ -193,7 +193,7 @@ describe('robustness', function () {
         state.pending = [
           tl.waitAsync(workerData.ta, 0, 0).value,
           tl.waitAsync(workerData.ta, 1, 0, 60000).value,
-          locks[2].acquire(),
+          locks[2].acquire({ signal: new AbortController().signal }),
           locks[3].acquire({ timeout: 60000 })
         ]
         return state.held.then(() => {})
