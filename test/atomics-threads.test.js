@@ -445,6 +445,47 @@ describe('atomics across threads', function () {
       assert.strictEqual(await third.done, 'ok')
     })
 
+    it('a buffer reachable only from pending async waiters stays theirs until they settle', async () => {
+      // Garbage collection on demand, for this test only.
+      require('v8').setFlagsFromString('--expose-gc')
+      const gc = require('vm').runInNewContext('gc')
+      let sab = newSab()
+      const [b] = await startPeers(sab, 1)
+      const waiters = []
+      for (let k = 0; k < 16; k++) {
+        // A fresh view each time: nothing but the waiter refers to it.
+        waiters.push(localWaitAsync(new Int32Array(sab, 4 * k), 0, 0))
+      }
+      // Buffers that only their waiters refer to. Were one freed, a new
+      // buffer could get its address, and a notify through the new one
+      // would wake the old waiter.
+      const timed = []
+      for (let k = 0; k < 16; k++) {
+        timed.push(waitAsync(new Int32Array(new SharedArrayBuffer(64)), k, 0, 300 + k).value)
+      }
+      buffers.delete(sab)
+      sab = null
+      let strays = 0
+      for (let k = 0; k < 4; k++) {
+        gc()
+        for (let j = 0; j < 64; j++) {
+          const fresh = new Int32Array(new SharedArrayBuffer(64))
+          for (let i = 0; i < fresh.length; i++) strays += notify(fresh, i)
+        }
+        await delay(5)
+      }
+      assert.strictEqual(strays, 0, 'a notify through a new buffer woke a waiter of a collected one')
+      assert.deepStrictEqual(await Promise.all(timed), timed.map(() => 'timed-out'))
+      assert.ok(waiters.every((w) => !w.settled))
+      // The worker still holds the buffer and wakes every element of it.
+      let woken = 0
+      for (let k = 0; k < 16; k++) {
+        woken += (await b.send({ op: 'notify', index: k }).done()).result
+      }
+      assert.strictEqual(woken, 16)
+      assert.deepStrictEqual(await Promise.all(waiters.map((w) => w.done)), waiters.map(() => 'ok'))
+    })
+
     it('separate buffers never share waiters', async () => {
       const sab1 = newSab()
       const sab2 = newSab()
