@@ -870,6 +870,13 @@ for (const [name, impl] of IMPLS) {
           assert.throws(() => impl.notify(ta, 0, 1n), TypeError)
         })
 
+        it(`${prefix}non-shared-bufferdata-detached-during-count-coercion-returns-0`, () => {
+          const ta = nonShared(Ctor)
+          const count = { valueOf () { structuredClone(ta.buffer, { transfer: [ta.buffer] }); return 1 } }
+          assert.strictEqual(impl.notify(ta, 0, count), 0)
+          assert.strictEqual(ta.length, 0)
+        })
+
         it(`${prefix}non-shared-bufferdata-coercion-order`, () => {
           const ta = nonShared(Ctor)
           const log = []
@@ -1167,10 +1174,12 @@ for (const [name, impl] of IMPLS) {
 }
 
 // Cases where the Node.js 20 engine departs from the specification, so that
-// the built-in cannot serve as the reference: ValidateAtomicAccess reads the
-// typed array's length BEFORE it coerces the index, while this engine reads
-// it after. The conformance suite checks the specified order, so threadlock
-// follows the spec and these cases run against threadlock alone.
+// the built-in cannot serve as the reference, and threadlock follows the
+// spec alone:
+// - ValidateAtomicAccess reads the typed array's length BEFORE it coerces
+//   the index; this engine reads it after.
+// - DoWait ends an async wait at once only when its timeout t is exactly 0;
+//   this engine also does so for positive timeouts below one nanosecond.
 describe('conformance (threadlock, where the built-in departs from the spec)', () => {
   const { wait, waitAsync, notify } = threadlock
 
@@ -1203,10 +1212,13 @@ describe('conformance (threadlock, where the built-in departs from the spec)', (
     assert.strictEqual(rab.byteLength, 0)
   })
 
-  it('notify/non-shared-buffer-detached-during-count-coercion-returns-0', () => {
-    const ta = nonShared(Int32Array)
-    const count = { valueOf () { structuredClone(ta.buffer, { transfer: [ta.buffer] }); return 1 } }
-    assert.strictEqual(notify(ta, 0, count), 0)
+  it('waitAsync/positive-timeout-below-a-nanosecond-waits-asynchronously', async () => {
+    for (const timeout of [Number.MIN_VALUE, 1e-300, 1e-7]) {
+      const ta = shared(Int32Array)
+      const r = waitAsync(ta, 0, 0, timeout)
+      assertResult(r, true)
+      assert.strictEqual(await r.value, 'timed-out')
+    }
   })
 })
 
