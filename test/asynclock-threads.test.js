@@ -9,7 +9,7 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, LockError } = require('..')
-const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { TestWorker, cleanup, track, mainGuard, guarded, within, until, thrown, rejection } = require('./fixtures/threads')
 
 function assertCode (err, code) {
   assert.ok(err && err.code === code, `expected ${code}, got ${err && (err.stack || err.message)}`)

@@ -9,7 +9,7 @@ const assert = require('assert')
 const path = require('path')
 const { spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
-const { wait, notify, waitAsync, waiterCount, AsyncLock } = require('..')
+const { notify, waitAsync, waiterCount, AsyncLock } = require('..')
 const { binding } = require('../lib/native')
 const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep } = require('./fixtures/threads')
 
