@@ -1244,3 +1244,91 @@ describe('threadlock waitAsync options (not in the built-in)', () => {
     assert.deepStrictEqual(await Promise.all([a.value, b.value]), ['ok', 'ok'])
   })
 })
+
+// Random combinations of the awkward arguments above, each run against both
+// implementations: the outcome (result or error class) and the log of
+// coercions must match. Sync waits get only timeouts that cannot block.
+describe('conformance (randomized differential)', () => {
+  const SEED = Number(process.env.THREADLOCK_CONFORMANCE_SEED) ||
+    1 + Math.floor(Math.random() * 0x7fffffff)
+  const CASES = 3000
+
+  function generator (seed) {
+    let state = seed >>> 0 || 1
+    const random = () => {
+      state ^= state << 13
+      state ^= state >>> 17
+      state ^= state << 5
+      state >>>= 0
+      return state / 4294967296
+    }
+    return (list) => list[Math.floor(random() * list.length)]
+  }
+
+  const typedArrays = {
+    'shared Int32Array': () => shared(Int32Array),
+    'shared Int32Array at an offset': () => remember(new Int32Array(new SharedArrayBuffer(32), 8, 3)),
+    'shared BigInt64Array': () => shared(BigInt64Array),
+    'non-shared Int32Array': () => nonShared(Int32Array),
+    'non-shared BigInt64Array': () => nonShared(BigInt64Array),
+    'detached Int32Array': () => detached(Int32Array),
+    'shared Float64Array': () => shared(Float64Array),
+    'shared Uint32Array': () => shared(Uint32Array),
+    'shared BigUint64Array': () => shared(BigUint64Array),
+    'plain object': () => ({}),
+    number: () => 1
+  }
+
+  function values () {
+    return [0, -0, 1, 2, 3, -1, 1.5, -1.5, 2 ** 31, 2 ** 32, 2 ** 53, -(2 ** 53), Infinity,
+      -Infinity, NaN, undefined, null, true, false, '', '1', ' 2 ', '0x3', '1e1', 'abc', '-0',
+      [], [1], [1, 2], {}, 0n, 1n, -1n, 2n ** 64n, Symbol('s'), { valueOf: () => 2 },
+      { toString: () => '1', valueOf: undefined }, { valueOf: () => ({}), toString: () => ({}) },
+      { valueOf: () => 1n }, Object(1n), new Date(0)]
+  }
+
+  function outcome (impl, fn, build) {
+    const log = []
+    const args = build(log)
+    try {
+      const r = impl[fn](...args)
+      if (fn === 'waitAsync' && r.async) {
+        impl.notify(args[0], args[1])
+        return `async ${log.join(',')}`
+      }
+      return `${JSON.stringify(r)} ${log.join(',')}`
+    } catch (err) {
+      return `throws ${err.constructor.name} ${log.join(',')}`
+    }
+  }
+
+  it(`${CASES} random calls behave the same (THREADLOCK_CONFORMANCE_SEED=${SEED})`, () => {
+    const seeds = generator(SEED)
+    const integers = [...Array(1000).keys()]
+    for (let n = 0; n < CASES; n++) {
+      const fn = seeds(['wait', 'waitAsync', 'notify'])
+      const caseSeed = 1 + seeds(integers) * 1000 + seeds(integers)
+      const results = IMPLS.map(([, impl]) => outcome(impl, fn, (log) => {
+        // The same choices for both implementations.
+        const pick = generator(caseSeed)
+        const arg = (label) => {
+          const v = pick(values())
+          return pick([true, false, false]) && typeof v !== 'symbol'
+            ? { valueOf () { log.push(label); return v } }
+            : v
+        }
+        const args = [typedArrays[pick(Object.keys(typedArrays))](), arg('index'),
+          arg(fn === 'notify' ? 'count' : 'value')]
+        if (fn === 'wait') {
+          args.push(pick([0, -1, -Infinity, false, null, '', Symbol('t'),
+            { valueOf () { log.push('timeout'); return -0 } }]))
+        } else if (fn === 'waitAsync') {
+          args.push(arg('timeout'))
+        }
+        return args
+      }))
+      assert.strictEqual(results[1], results[0],
+        `${fn} case ${n} (seed ${caseSeed}) differs from the built-in`)
+    }
+  })
+})
