@@ -216,6 +216,45 @@ describe('robustness', function () {
     })
   })
 
+  it('process.exit() on the main thread while workers block in wait() and lock() and have requests pending: a prompt, clean exit', () => {
+    const script = `
+      const { AsyncLock, waitAsync, waiterCount } = require(${JSON.stringify(ROOT)})
+      const { Worker } = require('worker_threads')
+      const ta = new Int32Array(new SharedArrayBuffer(8))
+      const lock = new AsyncLock()
+      const other = new AsyncLock()
+      lock.lock()
+      other.lock()
+      const code = \`
+        const { workerData: { ta, h, h2, mode } } = require('worker_threads')
+        const tl = require(${JSON.stringify(ROOT)})
+        tl.waitAsync(ta, 1, 0)
+        tl.AsyncLock.from(h2).acquire()
+        if (mode === 0) tl.wait(ta, 0, 0)
+        else tl.AsyncLock.from(h).lock()\`
+      for (let i = 0; i < 4; i++) {
+        new Worker(code, { eval: true, workerData: { ta, h: lock.handle, h2: other.handle, mode: i % 2 } })
+      }
+      waitAsync(ta, 0, 0)
+      const iv = setInterval(() => {
+        if (waiterCount(ta, 0) === 3 && lock.waiting === 2 && other.waiting === 4) {
+          clearInterval(iv)
+          console.log('all blocked')
+          process.exit(3)
+        }
+      }, 5)
+      setTimeout(() => { console.log('never all blocked'); process.exit(4) }, 10000).unref()
+    `
+    const t0 = Date.now()
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20000 })
+    const ms = Date.now() - t0
+    assert.strictEqual(r.signal, null, `the process was killed (${r.signal}) after ${ms} ms: ${r.stderr}`)
+    assert.strictEqual(r.stdout.trim(), 'all blocked', r.stderr)
+    assert.strictEqual(r.status, 3, r.stderr)
+    assert.strictEqual(r.stderr, '')
+    assert.ok(ms < 10000, `the process took ${ms} ms to exit`)
+  })
+
   describe('workers that end on their own', () => {
     // Each worker holds `lock`, which the main thread waits for, has a
     // request queued for `other`, which the main thread holds, and has a
