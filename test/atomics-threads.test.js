@@ -300,6 +300,22 @@ describe('atomics across threads', function () {
       assert.strictEqual(done.threadId, a.threadId)
     })
 
+    it('a waitAsync of a worker blocked in wait counts as woken at once and settles when it unblocks', async () => {
+      const sab = newSab()
+      const { i32 } = views(sab)
+      const [a] = await startPeers(sab, 1)
+      const call = a.send({ op: 'asyncThenBlock', asyncIndex: 9, index: 10, value: 0 })
+      assert.strictEqual((await call.started()).async, true)
+      await until(() => waiterCount(i32, 10) === 1, 'worker A blocks')
+      assert.strictEqual(waiterCount(i32, 9), 1)
+      assert.strictEqual(notify(i32, 9), 1)
+      assert.strictEqual(waiterCount(i32, 9), 0)
+      assert.strictEqual(notify(i32, 9), 0, 'a woken async waiter was counted twice')
+      await assertStillWaiting([call])
+      assert.strictEqual(notify(i32, 10), 1)
+      assert.deepStrictEqual((await call.done()).result, ['sync ok', 'async ok'])
+    })
+
     it('the addon loads in every worker and each resolves its own promises', async () => {
       const sab = newSab()
       const { i32 } = views(sab)
