@@ -667,6 +667,17 @@ for (const [name, impl] of IMPLS) {
             }
           })
 
+          if (fn === 'wait') {
+            it(`${prefix}suspends-the-agent-no-job-runs-during-the-wait`, () => {
+              const ta = shared(Ctor)
+              const ran = []
+              Promise.resolve().then(() => ran.push('promise job'))
+              process.nextTick(() => ran.push('next tick'))
+              assert.strictEqual(call(ta, 0, v(0), 40), 'timed-out')
+              assert.deepStrictEqual(ran, [])
+            })
+          }
+
           it(`${prefix}cross-realm-typedarray`, () => {
             const ta = vm.runInNewContext(
               `new ${Ctor.name}(new SharedArrayBuffer(${Ctor.BYTES_PER_ELEMENT * 2}))`)
