@@ -538,9 +538,10 @@ describe('atomics across threads', function () {
         const sab = newSab()
         const { i32 } = views(sab)
         const [a] = await startPeers(sab, 1)
-        for (const timeout of [1, 30.5, 100]) {
+        for (const [type, value, timeout] of [['Int32Array', 0, 1], ['Int32Array', 0, 30.5],
+          ['Int32Array', 0, 100], ['BigInt64Array', 0n, 1], ['BigInt64Array', 0n, 45]]) {
           // Not `start`: a short wait may end before its enqueue is seen.
-          const done = await a.send({ op: kind, index: 0, value: 0, timeout }).done()
+          const done = await a.send({ op: kind, view: { type }, index: 0, value, timeout }).done()
           assert.strictEqual(done.result, 'timed-out')
           assert.ok(done.elapsed >= timeout, `${timeout} ms timed out after ${done.elapsed} ms`)
           assert.ok(done.elapsed < timeout + PROMPT_MS, `${timeout} ms took ${done.elapsed} ms`)
@@ -596,21 +597,25 @@ describe('atomics across threads', function () {
         assert.ok(done.elapsed < 60000)
       })
 
-      it(`${kind} in a worker: stores, built-in notifies and other elements' notifies do not end it`, async () => {
-        const sab = newSab()
-        const { i32 } = views(sab)
-        const [a] = await startPeers(sab, 1)
-        const timeout = 500
-        const call = await start(a, { index: 0, value: 0, timeout }, i32, 0)
-        Atomics.store(i32, 0, 1)
-        assert.strictEqual(Atomics.notify(i32, 0), 0)
-        assert.strictEqual(notify(i32, 1), 0)
-        assert.strictEqual(notify(i32, 0, 0), 0)
-        Atomics.add(i32, 0, 1)
-        const done = await call.done()
-        assert.strictEqual(done.result, 'timed-out')
-        assert.ok(done.elapsed >= timeout, `timed out after ${done.elapsed} ms`)
-      })
+      for (const type of ['Int32Array', 'BigInt64Array']) {
+        it(`${kind} in a worker (${type}): stores, built-in notifies and other elements' notifies do not end it`, async () => {
+          const sab = newSab()
+          const ta = type === 'Int32Array' ? views(sab).i32 : views(sab).i64
+          const one = type === 'Int32Array' ? 1 : 1n
+          const [a] = await startPeers(sab, 1)
+          const timeout = 500
+          const call = await start(a, { view: { type }, index: 0, value: one - one, timeout }, ta, 0)
+          Atomics.store(ta, 0, one)
+          assert.strictEqual(Atomics.notify(ta, 0), 0)
+          assert.strictEqual(notify(ta, 1), 0)
+          assert.strictEqual(notify(ta, 0, 0), 0)
+          Atomics.add(ta, 0, one)
+          Atomics.store(ta, 0, one - one)
+          const done = await call.done()
+          assert.strictEqual(done.result, 'timed-out')
+          assert.ok(done.elapsed >= timeout, `timed out after ${done.elapsed} ms`)
+        })
+      }
     }
 
     it('waitAsync on the main thread: finite, 0, NaN and negative timeouts', async () => {
