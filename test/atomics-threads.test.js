@@ -639,6 +639,7 @@ describe('atomics across threads', function () {
       const [b] = await startPeers(sab, 1)
       // The worker notifies a neighbouring element as soon as this thread waits.
       const call = b.send({ op: 'spinNotify', watchIndex: 0, index: 1, waiters: 1, count: 1 })
+      await call.started()
       const start = nowMs()
       assert.strictEqual(wait(i32, 0, 0, 100), 'timed-out')
       assert.ok(nowMs() - start >= 100)
