@@ -33,8 +33,14 @@ function validateSlot (buffer, byteOffset, bytes, where) {
   if (!types.isSharedArrayBuffer(buffer)) {
     throw new TypeError(`${where}: buffer must be a SharedArrayBuffer, received ${describe(buffer)}`)
   }
-  if (typeof byteOffset !== 'number' || !Number.isInteger(byteOffset)) {
-    throw new TypeError(`${where}: byteOffset must be an integer, received ${describe(byteOffset)}`)
+  // As Node's own validators do: a value of the wrong type is a TypeError, a
+  // number that is not a usable offset (fractional, NaN, out of range) a
+  // RangeError.
+  if (typeof byteOffset !== 'number') {
+    throw new TypeError(`${where}: byteOffset must be a number, received ${describe(byteOffset)}`)
+  }
+  if (!Number.isInteger(byteOffset)) {
+    throw new RangeError(`${where}: byteOffset must be an integer, received ${byteOffset}`)
   }
   if (byteOffset < 0 || byteOffset % 4 !== 0 || byteOffset + bytes > buffer.byteLength) {
     throw new RangeError(`${where}: byteOffset must be a multiple of 4 with ${bytes} bytes available in the buffer (byteLength ${buffer.byteLength}), received ${byteOffset}`)

@@ -1,0 +1,87 @@
+'use strict'
+
+// AsyncLock in the throughput mode ({ fair: false }): still a lock (exact
+// counts across threads), still owner-aware, and no waiter starves.
+
+const assert = require('assert')
+const path = require('path')
+const { Worker } = require('worker_threads')
+const { AsyncLock, LockError } = require('..')
+
+const WORKER = path.join(__dirname, 'fixtures', 'throughput-worker.js')
+
+function exited (worker) {
+  return new Promise((resolve, reject) => {
+    worker.once('error', reject)
+    worker.once('exit', resolve)
+  })
+}
+
+describe('AsyncLock throughput mode', () => {
+  it('is chosen by { fair: false } and travels in the handle', () => {
+    const lock = new AsyncLock(new SharedArrayBuffer(4), 0, { fair: false })
+    assert.strictEqual(lock.fair, false)
+    assert.strictEqual(lock.handle.fair, false)
+    assert.strictEqual(AsyncLock.from(structuredClone(lock.handle)).fair, false)
+    assert.strictEqual(new AsyncLock().fair, true)
+    assert.strictEqual(AsyncLock.from({ buffer: lock.buffer }).fair, true)
+    assert.throws(() => new AsyncLock(new SharedArrayBuffer(4), 0, { fair: 'no' }), TypeError)
+    assert.throws(() => new AsyncLock(new SharedArrayBuffer(4), 0, null), TypeError)
+  })
+
+  it('keeps the owner checks of the fair mode', async () => {
+    const lock = new AsyncLock(undefined, 0, { fair: false })
+    assert.throws(() => lock.unlock(), (err) => err instanceof LockError && err.code === 'ENOTOWNER')
+    lock.lock()
+    assert.throws(() => lock.lock(), (err) => err.code === 'EDEADLK')
+    assert.strictEqual(lock.tryLock(), false)
+    await assert.rejects(lock.acquire({ blocking: false }), (err) => err.code === 'EBUSY')
+    const queued = lock.acquire()
+    assert.strictEqual(lock.waiting, 1)
+    lock.unlock()
+    const release = await queued
+    assert.strictEqual(lock.locked, true)
+    release()
+    assert.strictEqual(lock.locked, false)
+    assert.strictEqual(lock.waiting, 0)
+  })
+
+  it('excludes: a non-atomic counter of the main thread and 3 workers ends exact, and nobody starves', async function () {
+    this.timeout(60000)
+    const lock = new AsyncLock(new SharedArrayBuffer(4), 0, { fair: false })
+    const shared = new Int32Array(new SharedArrayBuffer(12))
+    const threads = 4
+    const max = 4000
+    const workers = [1, 2, 3].map(() => new Worker(WORKER, {
+      workerData: { handle: lock.handle, shared: shared.buffer, threads, max }
+    }))
+    const results = workers.map((w) => new Promise((resolve, reject) => {
+      w.once('message', resolve)
+      w.once('error', reject)
+    }))
+    Atomics.add(shared, 2, 1)
+    while (Atomics.load(shared, 2) < threads) await new Promise((resolve) => setTimeout(resolve, 1))
+    let mine = 0
+    let longest = 0
+    while (mine < max) {
+      const t0 = performance.now()
+      await lock.executeLocked(async () => {
+        longest = Math.max(longest, performance.now() - t0)
+        const v = shared[0]
+        await null
+        shared[0] = v + 1
+      })
+      mine++
+    }
+    const counts = await Promise.all(results)
+    await Promise.all(workers.map(exited))
+    const total = counts.reduce((sum, r) => sum + r.mine, mine)
+    assert.strictEqual(shared[0], total, 'lost updates: the lock did not exclude')
+    assert.strictEqual(total, threads * max)
+    // Generous: a thread that waited seconds for one grant starved.
+    const worst = Math.max(longest, ...counts.map((r) => r.longest))
+    assert.ok(worst < 5000, `a request waited ${worst.toFixed(0)} ms`)
+    assert.strictEqual(lock.locked, false)
+    assert.strictEqual(lock.waiting, 0)
+  })
+})
