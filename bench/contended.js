@@ -32,9 +32,10 @@ function layoutSize (threads) {
   return 4 * (COUNTS + STRIDE * threads)
 }
 
-function openLocks (sab) {
+// `fair`: threadlock's default FIFO hand-off, or (false) its throughput mode.
+function openLocks (sab, fair) {
   return {
-    threadlock: AsyncLock.from({ buffer: sab, byteOffset: 4 * TL_WORD }),
+    threadlock: AsyncLock.from({ buffer: sab, byteOffset: 4 * TL_WORD, fair }),
     blog: new BlogLock(sab, 4 * BLOG_WORD)
   }
 }
@@ -63,9 +64,9 @@ function loopSync (i32, lock, f) {
 }
 
 function workerMain () {
-  const { sab, t } = workerData
+  const { sab, t, fair } = workerData
   const i32 = new Int32Array(sab)
-  const locks = openLocks(sab)
+  const locks = openLocks(sab, fair)
   const f = criticalSection(i32, t)
   serve(parentPort, async ({ impl, mode }) => {
     const lock = locks[impl]
@@ -78,15 +79,16 @@ function workerMain () {
 }
 
 // sample(impl) -> { throughput, fairness }
-async function open ({ threads = 4, durationMs = 500, mode = 'async' } = {}) {
+async function open ({ threads = 4, durationMs = 500, mode = 'async', fair = false } = {}) {
   const sab = new SharedArrayBuffer(layoutSize(threads))
   const i32 = new Int32Array(sab)
-  const locks = openLocks(sab)
+  const locks = openLocks(sab, fair)
   const f = criticalSection(i32, 0)
   const workers = await startWorkers(__filename, threads - 1, (k) => ({
     bench: 'contended',
     sab,
-    t: k + 1
+    t: k + 1,
+    fair
   }))
 
   async function sample (impl) {

@@ -187,7 +187,7 @@ const ROWS = [
   },
   {
     id: '5',
-    workload: 'contended executeLocked, main + 3 workers, fixed time',
+    workload: 'contended executeLocked, main + 3 workers, fixed time, throughput mode',
     anchor: 'blog lock',
     impls: ['threadlock', 'blog'],
     open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500 }),
@@ -196,6 +196,19 @@ const ROWS = [
     metrics: [
       { key: 'throughput', label: 'throughput, ops/s', higher: true, target: 1.0 },
       { key: 'fairness', label: 'fairness, max/min share', absolute: 2 }
+    ]
+  },
+  {
+    id: '5f',
+    workload: 'as 5, threadlock in its default fair (FIFO hand-off) mode',
+    anchor: 'blog lock',
+    impls: ['threadlock', 'blog'],
+    open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500, fair: true }),
+    args: [],
+    rounds: quick ? 3 : 5,
+    metrics: [
+      { key: 'throughput', label: 'throughput, ops/s', higher: true },
+      { key: 'fairness', label: 'fairness, max/min share' }
     ]
   },
   {
