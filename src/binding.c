@@ -441,6 +441,36 @@ tl__named_deliver(napi_env env, tl_env_t *e, tl_named_node_t *nn)
   napi_close_handle_scope(env, scope);
 }
 
+/* Env thread: a throughput-mode release woke the lock request `n` without
+ * handing it the lock. Competes for it again; returns 1 if the request went
+ * back to the front of the queue (still pending), else 0 with *state set
+ * for the resolution. Past its deadline it only tries once. */
+static int
+tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
+{
+  int r;
+
+  if (n->deadline != UINT64_MAX && tl_now_ns() >= n->deadline) {
+    r = tl_gate_acquire((int32_t *)n->w.addr, n->w.gate, n->w.lock_id,
+                        n->w.amount, 0, NULL);
+  } else {
+    r = tl_gate_retry_async(&n->w);
+    if (r == TL_RESULT_PENDING) {
+      if (n->deadline != UINT64_MAX && n->heap_index == TL_NO_HEAP &&
+          tl__heap_push(e, n) == 0 && n->heap_index == 0)
+        tl__arm_timer(e);
+      return 1;
+    }
+  }
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
+    n->w.owner_died = r == TL_RESULT_OWNER_DIED;
+    *state = TL_NOTIFIED;
+  } else {
+    *state = TL_TIMED_OUT;
+  }
+  return 0;
+}
+
 /* Env thread, from the threadsafe function: resolves every ready waiter in
  * one pass. `env` is NULL while the function is being torn down; teardown
  * frees the nodes then. */
@@ -499,6 +529,9 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
       tl__maybe_free(n);
       continue;
     }
+    if (n->kind == TL_NODE_GATE && state == TL_NOTIFIED && !n->w.granted &&
+        tl__gate_retry(e, n, &state))
+      continue;
     TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
     if (n->kind == TL_NODE_GATE) {
       int code = state == TL_NOTIFIED ? (n->w.owner_died ? TL_RESULT_OWNER_DIED

@@ -867,6 +867,19 @@ tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
 }
 
 int
+tl_gate_retry_async(tl_waiter_t *w)
+{
+  tl_bucket_t *b = tl__bucket(w->addr);
+  int r;
+
+  tl_mutex_lock(&b->lock);
+  w->requeue = 1;
+  r = tl__gate_try_enqueue(b, w, 1);
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
+int
 tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
 {
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
@@ -888,7 +901,7 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
     first = tl__next_gate_waiter(b->head, (uintptr_t)word);
     if (first == NULL) {
       atomic_store(aword, 0);
-    } else if ((amount & TL_LOCK_BARGE) && !first->is_async &&
+    } else if ((amount & TL_LOCK_BARGE) &&
                tl_now_ns() - first->since < TL_LOCK_STARVING_NS) {
       /* Throughput mode: free the word, keeping the waiters bit if more
        * wait, and wake the oldest waiter to compete for it. */

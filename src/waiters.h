@@ -53,9 +53,8 @@ enum {
 /* `amount` of a TL_GATE_LOCK request or release: the throughput mode. A
  * release then frees the word and wakes the oldest waiter, which competes
  * with running threads (first in line if it loses), instead of handing the
- * lock to it; a waiter that has waited TL_LOCK_STARVING_NS or longer, and
- * an async one, still gets it handed over. All users of a word must agree
- * on its mode. */
+ * lock to it; a waiter that has waited TL_LOCK_STARVING_NS or longer still
+ * gets it handed over. All users of a word must agree on its mode. */
 #define TL_LOCK_BARGE 1
 #define TL_LOCK_STARVING_NS 1000000
 
@@ -152,6 +151,12 @@ int tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
 int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
                           uint32_t amount);
 int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
+
+/* For an async lock waiter that a throughput-mode release woke without a
+ * grant (NOTIFIED, `granted` unset): competes for the word again, or
+ * enqueues it first in line (PENDING) keeping its age. Runs on the thread
+ * that owns `w`. */
+int tl_gate_retry_async(tl_waiter_t *w);
 
 /* The registry of live lock owners. Unregistering hands every lock the id
  * still holds to its first waiter, marked as taken from a dead owner. */
