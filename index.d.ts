@@ -186,8 +186,29 @@ export interface HandleLike {
   byteOffset?: number
 }
 
-/** The handle of an {@link AsyncLock}. */
-export type AsyncLockHandle = Handle
+/** The handle of an {@link AsyncLock}: where it is, and its mode. */
+export interface AsyncLockHandle extends Handle {
+  /** `false` for a lock in the throughput mode. */
+  readonly fair: boolean
+}
+
+/** A handle to reopen an {@link AsyncLock} from; `fair` defaults to true. */
+export interface AsyncLockHandleLike extends HandleLike {
+  fair?: boolean
+}
+
+/** Options of `new AsyncLock()`. */
+export interface AsyncLockOptions {
+  /**
+   * `true` (default): FIFO hand-off, every release gives the lock to the
+   * oldest waiter. `false`: the throughput mode, where a release frees the
+   * lock and wakes the oldest waiter to compete with running threads; a
+   * waiter that has waited 1 ms or more still gets it handed over, so none
+   * starves. Every thread must open one lock word in the same mode (the
+   * handle carries it).
+   */
+  fair?: boolean
+}
 
 /** Options of the blocking calls (`lock()`, `acquireSync()`, `waitSync()`…). */
 export interface SyncOptions {
@@ -290,7 +311,7 @@ export declare class AsyncLock {
    *   `byteOffset` is not an integer
    * @throws {RangeError} if `byteOffset` is misaligned or out of range
    */
-  constructor (buffer?: SharedArrayBuffer, byteOffset?: number)
+  constructor (buffer?: SharedArrayBuffer, byteOffset?: number, options?: AsyncLockOptions)
 
   /**
    * Opens the lock described by a {@link AsyncLock.handle}, for example one
@@ -301,7 +322,7 @@ export declare class AsyncLock {
    * @throws {TypeError} if the handle is malformed
    * @throws {RangeError} if `byteOffset` is misaligned or out of range
    */
-  static from (handle: HandleLike): AsyncLock
+  static from (handle: AsyncLockHandleLike): AsyncLock
 
   /** A structured-clonable description of the lock, for postMessage. */
   readonly handle: AsyncLockHandle
@@ -309,6 +330,8 @@ export declare class AsyncLock {
   readonly buffer: SharedArrayBuffer
   /** The byte offset of the lock word in {@link AsyncLock.buffer}. */
   readonly byteOffset: number
+  /** `false` in the throughput mode (see {@link AsyncLockOptions}). */
+  readonly fair: boolean
   /** Whether some thread holds the lock at this moment. */
   readonly locked: boolean
   /** The `threadId` of the thread holding the lock, or `null` when free. */
