@@ -887,26 +887,6 @@ tl_napi_gate_release(napi_env env, napi_callback_info info)
   return tl__int(env, tl_gate_release(addr, gate, id, amount));
 }
 
-/* lockAcquire(i32, index, id, timeoutMs) -> code. */
-static napi_value
-tl_napi_lock_acquire(napi_env env, napi_callback_info info)
-{
-  napi_value argv[4];
-  tl_env_t *e = tl__env(env);
-  tl_probe_t probe = { tl__probe, e, TL_PROBE_SLICE_NS };
-  void *addr;
-  int width;
-  uint32_t id;
-  double timeout;
-
-  TL_GET_ARGS(env, info, 4, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
-    return NULL;
-  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
-  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
-  return tl__int(env, tl_lock_acquire(addr, id, timeout, &probe));
-}
-
 static void
 tl__token_finalize(napi_env env, void *data, void *hint)
 {
@@ -983,29 +963,6 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
                         with_token);
 }
 
-/* lockAcquireAsync(i32, index, id, timeoutMs, ref, withToken) -> as above
- * for the lock gate. */
-static napi_value
-tl_napi_lock_acquire_async(napi_env env, napi_callback_info info)
-{
-  napi_value argv[6];
-  void *addr;
-  int width;
-  uint32_t id;
-  double timeout;
-  bool ref, with_token;
-
-  TL_GET_ARGS(env, info, 6, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
-    return NULL;
-  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
-  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
-  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
-  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  return tl__gate_async(env, argv[0], addr, TL_GATE_LOCK, id, 0, timeout, ref,
-                        with_token);
-}
-
 /* waitAsync(ta, index, value, timeoutMs, ref, withToken) -> code, or a
  * Promise, or [Promise, token] when withToken is set. */
 static napi_value
@@ -1048,7 +1005,7 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
  * withdrawn before a notify or grant; its promise then resolves with
  * TL_RESULT_INTERRUPTED, which the caller ignores. */
 static napi_value
-tl_napi_lock_cancel(napi_env env, napi_callback_info info)
+tl_napi_cancel(napi_env env, napi_callback_info info)
 {
   napi_value argv[1], result;
   tl_async_t *n;
@@ -1068,22 +1025,6 @@ tl_napi_lock_cancel(napi_env env, napi_callback_info info)
   }
   TL_NAPI_CALL(env, napi_get_boolean(env, removed, &result));
   return result;
-}
-
-/* lockRelease(i32, index, id) -> 0, or TL_ENOTOWNER. */
-static napi_value
-tl_napi_lock_release(napi_env env, napi_callback_info info)
-{
-  napi_value argv[3];
-  void *addr;
-  int width;
-  uint32_t id;
-
-  TL_GET_ARGS(env, info, 3, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
-    return NULL;
-  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
-  return tl__int(env, tl_lock_release(addr, id));
 }
 
 /* register(id): this thread's lock owner id, registered as alive until the
@@ -1427,11 +1368,7 @@ NAPI_MODULE_INIT()
     { "waitAsync", tl_napi_wait_async },
     { "waiterCount", tl_napi_waiter_count },
     { "totalWaiters", tl_napi_total_waiters },
-    { "lockAcquire", tl_napi_lock_acquire },
-    { "lockAcquireAsync", tl_napi_lock_acquire_async },
-    { "lockCancel", tl_napi_lock_cancel },
-    { "cancel", tl_napi_lock_cancel },
-    { "lockRelease", tl_napi_lock_release },
+    { "cancel", tl_napi_cancel },
     { "gateAcquire", tl_napi_gate_acquire },
     { "gateAcquireAsync", tl_napi_gate_acquire_async },
     { "gateRelease", tl_napi_gate_release },
