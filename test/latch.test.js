@@ -258,6 +258,32 @@ describe('CountDownLatch across threads', function () {
     assert.strictEqual(results.reduce((n, r) => n + r.zeros, 0), 60 - 14)
   })
 
+  it('a pending wait() keeps its worker alive; with ref: false the worker may end meanwhile', async () => {
+    const latch = new CountDownLatch(1)
+    const unrefd = new TestWorker({
+      unref: true,
+      data: { handle: latch.handle },
+      init: ({ tl, workerData }) => { tl.CountDownLatch.from(workerData.handle).wait({ ref: false }) }
+    })
+    assert.strictEqual(await unrefd.join(10000), 0)
+    assert.strictEqual(waiting(latch), 0)
+    const released = new Int32Array(new SharedArrayBuffer(4))
+    const kept = new TestWorker({
+      unref: true,
+      data: { handle: latch.handle, released },
+      init: ({ tl, workerData }) => {
+        tl.CountDownLatch.from(workerData.handle).wait().then(() => Atomics.store(workerData.released, 0, 1))
+      }
+    })
+    await kept.ready()
+    await until(() => waiting(latch) === 1, 'the worker did not wait')
+    await sleep(100)
+    assert.strictEqual(kept.exitCode, undefined, 'the worker ended while its wait was pending')
+    latch.countDown()
+    assert.strictEqual(await kept.join(10000), 0)
+    assert.strictEqual(Atomics.load(released, 0), 1)
+  })
+
   it('timeouts in a worker throw or reject ETIMEDOUT', async () => {
     const latch = new CountDownLatch(1)
     const [w] = await started(latchWorker(latch))

@@ -527,6 +527,30 @@ describe('Semaphore across threads', function () {
     })
   }
 
+  it('a waiting acquire() keeps its worker alive; with ref: false the worker may end meanwhile', async () => {
+    const sem = new Semaphore(0)
+    // unref: only the worker's own work keeps it alive (test/fixtures/threads.js).
+    const unrefd = new TestWorker({
+      unref: true,
+      data: { handle: sem.handle },
+      init: ({ tl, workerData }) => { tl.Semaphore.from(workerData.handle).acquire(1, { ref: false }) }
+    })
+    assert.strictEqual(await unrefd.join(10000), 0)
+    assert.strictEqual(sem.waiting, 0, 'the request of the ended worker must leave the queue')
+    const kept = new TestWorker({
+      unref: true,
+      data: { handle: sem.handle },
+      init: ({ tl, workerData }) => { tl.Semaphore.from(workerData.handle).acquire(1).then((release) => release()) }
+    })
+    await kept.ready()
+    await until(() => sem.waiting === 1, 'the worker did not queue')
+    await sleep(100)
+    assert.strictEqual(kept.exitCode, undefined, 'the worker ended while its request was pending')
+    sem.release()
+    assert.strictEqual(await kept.join(10000), 0)
+    assert.strictEqual(sem.value, 1, 'the worker took the permit and returned it before it ended')
+  })
+
   it('permits have no owner: a worker that dies holding permits does not return them', async () => {
     const sem = new Semaphore(3)
     const [w] = await started(semWorker(sem))
