@@ -70,19 +70,21 @@ class RWLock {
     return compareExchange(this.#i32, 0, 0, WRITER | g.selfId) === 0
   }
 
+  // Takes the lock without waiting through the core, which also recovers
+  // it from a dead writer: undefined if that is not possible now, otherwise
+  // whether the previous writer died holding it.
   #try (gate) {
-    const r = g.binding.gateAcquire(this.#i32, 0, gate, g.selfId, 0, 0)
-    return r === 5 || r === 6
+    return g.gateTry(this.#i32, 0, gate, 0)
   }
 
   tryReadLock () {
-    return this.#fastRead() || this.#try(g.GATE_READ)
+    return this.#fastRead() || this.#try(g.GATE_READ) !== undefined
   }
 
   tryWriteLock () {
     if (this.#fastWrite()) return true
     if (this.writer === g.selfId - 1) return false
-    return this.#try(g.GATE_WRITE)
+    return this.#try(g.GATE_WRITE) !== undefined
   }
 
   /** Blocks until this thread holds a read lock. */
@@ -124,7 +126,8 @@ class RWLock {
     if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
     if (fast()) return Promise.resolve(g.makeRelease(unlock, false))
     if (!o.blocking || o.timeout === 0) {
-      if (this.#try(gate)) return Promise.resolve(g.makeRelease(unlock, false))
+      const ownerDied = this.#try(gate)
+      if (ownerDied !== undefined) return Promise.resolve(g.makeRelease(unlock, ownerDied))
       return Promise.reject(o.blocking ? g.timeoutError(0, where) : g.busyError(where))
     }
     return g.gateAsync(this.#i32, 0, gate, 0, o, where)

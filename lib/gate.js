@@ -153,6 +153,15 @@ function gateSync (i32, index, gate, amount, timeout, where) {
   throw interrupted()
 }
 
+// Non-blocking gate request: undefined when it cannot be granted at once,
+// otherwise whether the previous owner died.
+function gateTry (i32, index, gate, amount) {
+  const r = binding.gateAcquire(i32, index, gate, selfId, amount, 0)
+  if (r === ACQUIRED) return false
+  if (r === OWNER_DIED) return true
+  return undefined
+}
+
 // Waits for a pending native request: `r` is its promise, or [promise,
 // token] when a signal may withdraw it. A request granted before the abort
 // cannot be withdrawn and resolves, as Node's APIs ignore a late abort.
@@ -257,6 +266,7 @@ module.exports = {
   notOwnerError,
   abortError,
   gateSync,
+  gateTry,
   gateAsync,
   gateRelease,
   waitSync,

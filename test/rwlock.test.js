@@ -452,7 +452,13 @@ describe('RWLock across threads', function () {
 
   it('a writer terminated while holding the lock with nobody waiting: the next try, sync or async acquirer recovers it', async () => {
     const rw = new RWLock()
-    for (const next of ['tryWriteLock', 'tryReadLock', 'writeLock', 'readLock', 'acquireRead', 'acquireWrite']) {
+    const promiseForms = {
+      acquireRead: () => rw.acquireRead(),
+      acquireWrite: () => rw.acquireWrite(),
+      'acquireRead timeout 0': () => rw.acquireRead({ timeout: 0 }),
+      'acquireWrite blocking false': () => rw.acquireWrite({ blocking: false })
+    }
+    for (const next of ['tryWriteLock', 'tryReadLock', 'writeLock', 'readLock', ...Object.keys(promiseForms)]) {
       const [holder] = await started(rwWorker(rw))
       await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
       await holder.terminate()
@@ -463,7 +469,7 @@ describe('RWLock across threads', function () {
       else if (next === 'writeLock') rw.writeLock({ timeout: 5000 })
       else if (next === 'readLock') rw.readLock({ timeout: 5000 })
       else {
-        const release = await within(rw[next](), 5000, `${next} did not recover the lock`)
+        const release = await within(promiseForms[next](), 5000, `${next} did not recover the lock`)
         ownerDied = release.ownerDied
         release()
       }
