@@ -417,7 +417,7 @@ describe('Semaphore across threads', function () {
     await within(Promise.all(runs), 5000, 'not every request finished')
   })
 
-  it('a large request is not starved by a stream of small ones (async in main, sync in a worker)', async () => {
+  it('a large request is not starved by a stream of small ones (async in main; sync in a worker, liveness)', async () => {
     const sem = new Semaphore(2)
     // shared[0]: small grants so far; shared[1]: stop.
     const shared = new Int32Array(new SharedArrayBuffer(8))
@@ -439,24 +439,21 @@ describe('Semaphore across threads', function () {
         release()
       }
       assert.ok(Math.max(...gaps) <= 2, `small requests passed a waiting large one: ${gaps}`)
-      // A blocking call cannot read the count after it queued, so a round
-      // may also count small requests made while the worker was preempted
-      // before queuing; most rounds must still show no more than the two
-      // in flight.
-      const syncGaps = await c.run(({ tl, workerData }) => {
+      // A blocking call cannot read the count after it queued: a preemption
+      // between the read and the queuing lets any number of small requests
+      // pass legitimately, so this part checks liveness only (every round
+      // granted well within its timeout); the bound above and the FIFO test
+      // check the order.
+      const rounds = await c.run(({ tl, workerData }) => {
         const sem = tl.Semaphore.from(workerData.handle)
-        const s = workerData.shared
-        const gaps = []
-        for (let round = 0; round < 15; round++) {
-          const before = Atomics.load(s, 0)
+        let round = 0
+        for (; round < 15; round++) {
           sem.acquireSync(2, { timeout: 5000 })
-          gaps.push(Atomics.load(s, 0) - before)
           sem.release(2)
         }
-        return gaps
+        return round
       }, undefined, 15000)
-      const median = [...syncGaps].sort((x, y) => x - y)[7]
-      assert.ok(median <= 2, `small requests passed a waiting acquireSync(2): ${syncGaps}`)
+      assert.strictEqual(rounds, 15)
     } finally {
       Atomics.store(shared, 1, 1)
     }
