@@ -573,8 +573,8 @@ tl__env_cleanup(void *arg)
   for (n = e->pending; n != NULL; n = n->next) {
     if (n->kind == TL_NODE_NAMED)
       tl_named_release(&((tl_named_node_t *)n)->r);
-    else
-      tl_cancel(&n->w, TL_CANCELLED);
+    else if (!tl_cancel(&n->w, TL_CANCELLED) && n->kind == TL_NODE_GATE)
+      tl_gate_abandon(&n->w); /* granted or woken, but never delivered */
   }
   if (e->lock_id != 0)
     tl_thread_unregister(e->lock_id);

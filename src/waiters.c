@@ -176,6 +176,7 @@ tl__finish(tl_waiter_t *w, tl_state_t state)
 }
 
 static void tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w);
+static void tl__abandon(tl_bucket_t *b, tl_waiter_t *w);
 
 /* Removes a waiting `w` that leaves without a notify or grant (timeout,
  * cancel). A gate waiter's leaving may let the waiters behind it in, and
@@ -228,6 +229,12 @@ tl__park(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
     if (stop && atomic_load(&w->state) == TL_WAITING) {
       tl__remove(b, w);
       atomic_store(&w->state, TL_CANCELLED);
+      return TL_RESULT_INTERRUPTED;
+    }
+    if (stop && w->gate != TL_GATE_NONE) {
+      /* A grant that came while the probe ran reaches a thread that will
+       * never run again: give it back now. */
+      tl__abandon(b, w);
       return TL_RESULT_INTERRUPTED;
     }
   }
@@ -879,19 +886,16 @@ tl_gate_retry_async(tl_waiter_t *w)
   return r;
 }
 
-int
-tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
+/* tl_gate_release with b->lock held. */
+static int
+tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
+                        uint32_t amount)
 {
-  tl_bucket_t *b = tl__bucket((uintptr_t)word);
   _Atomic int32_t *aword = (_Atomic int32_t *)word;
   tl_waiter_t *first;
-  int32_t v;
+  int32_t v = atomic_load(aword);
   int r = 0;
 
-  if (!tl__valid_gate(gate, id, amount))
-    return TL_EINVAL;
-  tl_mutex_lock(&b->lock);
-  v = atomic_load(aword);
   switch (gate) {
   case TL_GATE_LOCK:
     if ((uint32_t)(v & TL_LOCK_ID_MASK) != id) {
@@ -948,8 +952,59 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
     tl__rw_pass(b, (uintptr_t)word, 0);
     break;
   }
+  return r;
+}
+
+int
+tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  int r;
+
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
+  tl_mutex_lock(&b->lock);
+  r = tl__gate_release_locked(b, word, gate, id, amount);
   tl_mutex_unlock(&b->lock);
   return r;
+}
+
+/* Gives back what the notified gate waiter `w` got but will never use: a
+ * grant is released; a throughput-mode wake (no grant) passes to the next
+ * waiter if the lock is still free, so the queue does not stall. Expects
+ * b->lock. */
+static void
+tl__abandon(tl_bucket_t *b, tl_waiter_t *w)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  tl_waiter_t *first;
+
+  if (w->granted) {
+    tl__gate_release_locked(b, (int32_t *)w->addr, w->gate, w->lock_id,
+                            w->amount);
+    return;
+  }
+  if (w->gate != TL_GATE_LOCK || (atomic_load(word) & TL_LOCK_ID_MASK) != 0 ||
+      (first = tl__next_gate_waiter(b->head, w->addr)) == NULL)
+    return;
+  tl__unlink(b, first);
+  if (tl__next_gate_waiter(b->head, w->addr) == NULL)
+    atomic_fetch_and(word, ~TL_GATE_WAITERS);
+  first->granted = 0;
+  tl__finish(first, TL_NOTIFIED);
+}
+
+void
+tl_gate_abandon(tl_waiter_t *w)
+{
+  tl_bucket_t *b = tl__bucket(w->addr);
+
+  if (w->gate == TL_GATE_NONE)
+    return;
+  tl_mutex_lock(&b->lock);
+  if (atomic_load(&w->state) == TL_NOTIFIED)
+    tl__abandon(b, w);
+  tl_mutex_unlock(&b->lock);
 }
 
 int

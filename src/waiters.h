@@ -158,6 +158,11 @@ int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
  * that owns `w`. */
 int tl_gate_retry_async(tl_waiter_t *w);
 
+/* For a gate waiter whose thread goes away after a notify reached it but
+ * before it could use it: releases a grant (permits, a read or write lock,
+ * the lock) and passes a throughput-mode wake on. No-op unless NOTIFIED. */
+void tl_gate_abandon(tl_waiter_t *w);
+
 /* The registry of live lock owners. Unregistering hands every lock the id
  * still holds to its first waiter, marked as taken from a dead owner. */
 void tl_thread_register(uint32_t id);
