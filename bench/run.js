@@ -241,6 +241,24 @@ const ROWS = [
     open: () => require('./in-thread').open({ kind: 'burst', n: quick ? 6400 : 25600, burst: 64 }),
     args: [],
     metrics: [{ label: 'ns per runExclusive', target: 1.0 }]
+  },
+  {
+    id: '7',
+    workload: 'in-thread Semaphore(4) acquire + release, sequential awaits',
+    anchor: 'async-mutex',
+    impls: ['threadlock', 'async-mutex'],
+    open: () => require('./semaphore').open({ kind: 'sequential', n: quick ? 50000 : 200000 }),
+    args: [],
+    metrics: [{ label: 'ns per acquire+release', target: 1.0 }]
+  },
+  {
+    id: '7b',
+    workload: 'in-thread Semaphore(4), bursts of 64 queued acquires',
+    anchor: 'async-mutex',
+    impls: ['threadlock', 'async-mutex'],
+    open: () => require('./semaphore').open({ kind: 'burst', n: quick ? 6400 : 25600, burst: 64 }),
+    args: [],
+    metrics: [{ label: 'ns per acquire+release' }]
   }
 ]
 
