@@ -751,7 +751,8 @@ export declare class Barrier {
    * Arrives and blocks until all parties arrived.
    *
    * Warning: on the main thread this blocks the event loop. A party that
-   * times out still counts as arrived.
+   * times out takes its arrival back before it throws; if the phase ended
+   * first, it returns `false` instead.
    *
    * @param options `{ timeout }` in milliseconds
    * @returns `true` in the one party whose arrival completed the phase
@@ -760,7 +761,8 @@ export declare class Barrier {
   arriveAndWaitSync (options?: SyncOptions): boolean
 
   /**
-   * Arrives and resolves once all parties arrived.
+   * Arrives and resolves once all parties arrived. A timeout or an abort
+   * takes the arrival back before the promise rejects.
    *
    * @param options `{ timeout, signal, ref }`
    * @returns a promise of `true` in the one party whose arrival completed

@@ -64,10 +64,24 @@ class Barrier {
     return before >>> 16
   }
 
+  // Takes back this party's arrival in `phase` after a timeout or abort, so
+  // that a retry does not count twice. Returns false if the phase ended
+  // first: the party then simply passed the barrier.
+  #withdraw (phase) {
+    let v = load(this.#i32, 1)
+    while (v >>> 16 === phase) {
+      const seen = Atomics.compareExchange(this.#i32, 1, v, v - 1)
+      if (seen === v) return true
+      v = seen
+    }
+    return false
+  }
+
   /**
    * Arrives and blocks until all parties arrived. Returns true in the one
-   * party whose arrival completed the phase. A timed-out party still
-   * counts as arrived.
+   * party whose arrival completed the phase. A party that times out takes
+   * its arrival back before it throws (unless the phase ended first, in
+   * which case it returns false as if it had not timed out).
    */
   arriveAndWaitSync (options) {
     const timeout = g.readSyncOptions(options, 'arriveAndWaitSync')
@@ -78,12 +92,17 @@ class Barrier {
       const v = load(this.#i32, 1)
       if (v >>> 16 !== phase) return false
       if (g.waitSync(this.#i32, 1, v, g.remaining(deadline)) === 'timed-out') {
+        if (!this.#withdraw(phase)) return false
         throw g.timeoutError(timeout, 'Barrier.arriveAndWaitSync')
       }
     }
   }
 
-  /** The promise form of arriveAndWaitSync; resolves with the same value. */
+  /**
+   * The promise form of arriveAndWaitSync; resolves with the same value. A
+   * timeout or an abort through `options.signal` takes the arrival back,
+   * as in arriveAndWaitSync.
+   */
   async arriveAndWait (options) {
     const o = g.readAsyncOptions(options, 'arriveAndWait', false)
     if (o.signal !== undefined && o.signal.aborted) throw g.abortError(o.signal)
@@ -93,8 +112,15 @@ class Barrier {
     for (;;) {
       const v = load(this.#i32, 1)
       if (v >>> 16 !== phase) return false
-      const r = await g.waitAsync(this.#i32, 1, v, { ...o, timeout: g.remaining(deadline) })
+      let r
+      try {
+        r = await g.waitAsync(this.#i32, 1, v, { ...o, timeout: g.remaining(deadline) })
+      } catch (err) {
+        if (!this.#withdraw(phase)) return false
+        throw err // the abort
+      }
       if (r === 'timed-out') {
+        if (!this.#withdraw(phase)) return false
         throw g.timeoutError(o.timeout, 'Barrier.arriveAndWait')
       }
     }

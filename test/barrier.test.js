@@ -95,7 +95,7 @@ describe('Barrier (one thread)', () => {
     assert.strictEqual(b.phase, 1)
   })
 
-  it('timeouts throw or reject ETIMEDOUT and leave the waiter list; the party still counts as arrived', async () => {
+  it('timeouts throw or reject ETIMEDOUT, leave the waiter list and take the arrival back', async () => {
     const b = new Barrier(3)
     const t0 = Date.now()
     const err = thrown(() => b.arriveAndWaitSync({ timeout: 40 }))
@@ -103,12 +103,12 @@ describe('Barrier (one thread)', () => {
     assertCode(err, 'ETIMEDOUT')
     assert.match(err.message, /arriveAndWaitSync/)
     assert.ok(elapsed >= 35 && elapsed < 5000, `arriveAndWaitSync({ timeout: 40 }) gave up after ${elapsed} ms`)
-    assert.deepStrictEqual(state(b), { parties: 3, arrived: 1, phase: 0, waiting: 0 })
+    assert.deepStrictEqual(state(b), { parties: 3, arrived: 0, phase: 0, waiting: 0 })
     assertCode(await rejection(b.arriveAndWait({ timeout: 20 })), 'ETIMEDOUT')
-    assert.deepStrictEqual(state(b), { parties: 3, arrived: 2, phase: 0, waiting: 0 })
-    // As documented, the two timed-out arrivals count: one more ends the phase.
-    assert.strictEqual(b.arriveAndWaitSync({ timeout: 0 }), true)
-    assert.deepStrictEqual(state(b), { parties: 3, arrived: 0, phase: 1, waiting: 0 })
+    assert.deepStrictEqual(state(b), { parties: 3, arrived: 0, phase: 0, waiting: 0 })
+    // The timed-out arrivals were taken back: a lone retry cannot end the phase.
+    assertCode(thrown(() => b.arriveAndWaitSync({ timeout: 0 })), 'ETIMEDOUT')
+    assert.deepStrictEqual(state(b), { parties: 3, arrived: 0, phase: 0, waiting: 0 })
   })
 
   it('abort: a signal aborted before the call rejects without arriving; a later abort rejects AbortError and leaves the list', async () => {
@@ -123,11 +123,13 @@ describe('Barrier (one thread)', () => {
     assert.strictEqual(waiting(b), 1)
     ac.abort(reason)
     assertAbort(await rejection(p), reason)
-    assert.deepStrictEqual(state(b), { parties: 2, arrived: 1, phase: 0, waiting: 0 })
+    assert.deepStrictEqual(state(b), { parties: 2, arrived: 0, phase: 0, waiting: 0 })
     // An abort after the phase ended changes nothing.
     const late = new AbortController()
+    const first = b.arriveAndWait()
     const q = b.arriveAndWait({ signal: late.signal })
     assert.strictEqual(b.phase, 1)
+    assert.strictEqual(await first, false)
     late.abort()
     assert.strictEqual(await q, true)
   })
@@ -233,7 +235,7 @@ describe('Barrier across threads', function () {
     assert.deepStrictEqual(await within(Promise.all([first, mine]), 5000, 'the waiting parties were not released'), [false, false])
     assertCode(await rejection(w1.run(({ state }) => state.barrier.arriveAndWaitSync({ timeout: 30 }))), 'ETIMEDOUT')
     assertCode(await rejection(w2.run(({ state }) => state.barrier.arriveAndWait({ timeout: 30 }))), 'ETIMEDOUT')
-    assert.deepStrictEqual(state(b), { parties: 3, arrived: 2, phase: 1, waiting: 0 })
+    assert.deepStrictEqual(state(b), { parties: 3, arrived: 0, phase: 1, waiting: 0 })
   })
 
   for (const form of ['arriveAndWaitSync', 'arriveAndWait']) {
