@@ -573,9 +573,11 @@ export declare class RWLock {
    * that holds the write lock it throws `EDEADLK`.
    *
    * @param options `{ timeout }` in milliseconds
+   * @returns `true` when the lock was taken over from a writer that died
+   *   holding it (the data may be half updated), else `false`
    * @throws {LockError} `ETIMEDOUT`, `EDEADLK`
    */
-  readLock (options?: SyncOptions): void
+  readLock (options?: SyncOptions): boolean
 
   /**
    * Blocks this thread until it holds the write lock.
@@ -586,9 +588,11 @@ export declare class RWLock {
    * not detected, and only a timeout ends the wait.
    *
    * @param options `{ timeout }` in milliseconds
+   * @returns `true` when the lock was taken over from a writer that died
+   *   holding it (the data may be half updated), else `false`
    * @throws {LockError} `ETIMEDOUT`, `EDEADLK`
    */
-  writeLock (options?: SyncOptions): void
+  writeLock (options?: SyncOptions): boolean
 
   /**
    * Releases one read lock.

@@ -87,18 +87,24 @@ class RWLock {
     return this.#try(g.GATE_WRITE) !== undefined
   }
 
-  /** Blocks until this thread holds a read lock. */
+  /**
+   * Blocks until this thread holds a read lock. Returns true when it was
+   * taken over from a writer that died holding the lock.
+   */
   readLock (options) {
     const timeout = g.readSyncOptions(options, 'readLock')
-    if (this.#fastRead()) return
-    g.gateSync(this.#i32, 0, g.GATE_READ, 0, timeout, 'RWLock.readLock')
+    if (this.#fastRead()) return false
+    return g.gateSync(this.#i32, 0, g.GATE_READ, 0, timeout, 'RWLock.readLock')
   }
 
-  /** Blocks until this thread holds the write lock. */
+  /**
+   * Blocks until this thread holds the write lock. Returns true when it was
+   * taken over from a writer that died holding it.
+   */
   writeLock (options) {
     const timeout = g.readSyncOptions(options, 'writeLock')
-    if (this.#fastWrite()) return
-    g.gateSync(this.#i32, 0, g.GATE_WRITE, 0, timeout, 'RWLock.writeLock')
+    if (this.#fastWrite()) return false
+    return g.gateSync(this.#i32, 0, g.GATE_WRITE, 0, timeout, 'RWLock.writeLock')
   }
 
   readUnlock () {

@@ -503,6 +503,22 @@ describe('RWLock across threads', function () {
     })
   }
 
+  it('the blocking forms report a takeover from a dead writer: writeLock() and readLock() return true, then false', async () => {
+    const rw = new RWLock()
+    for (const take of ['writeLock', 'readLock']) {
+      const w = exitHolding(rw, { mode: 'sync' })
+      await w.locked
+      assert.strictEqual(await within(w.exited, 10000, 'the worker did not exit'), 0)
+      assert.strictEqual(rw[take]({ timeout: 5000 }), true, `${take}() after the writer died`)
+      if (take === 'writeLock') rw.writeUnlock()
+      else rw.readUnlock()
+      assert.strictEqual(rw[take](), false, `${take}() on a free lock`)
+      if (take === 'writeLock') rw.writeUnlock()
+      else rw.readUnlock()
+    }
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
   it('readers are not named: a reader that dies holding a read lock leaves it held', async () => {
     const rw = new RWLock()
     const [w] = await started(rwWorker(rw))
