@@ -10,15 +10,14 @@
 // previous one, because a phase ends only when all its parties arrived.
 
 const g = require('./gate')
+const { SharedSlot } = require('./SharedSlot')
 
 const COUNT_MASK = 0xffff
 const PHASE_ONE = 0x10000
 const { add, load } = Atomics
 
-class Barrier {
+class Barrier extends SharedSlot {
   #i32
-  #buffer
-  #byteOffset
 
   /**
    * @param {number} parties how many arrivals complete a phase (1-65535)
@@ -28,9 +27,7 @@ class Barrier {
   constructor (parties, buffer = new SharedArrayBuffer(8), byteOffset = 0) {
     const attach = parties === g.ATTACH
     if (!attach) g.readCount(parties, 1, COUNT_MASK, 'Barrier', 'parties')
-    g.validateSlot(buffer, byteOffset, 8, 'Barrier')
-    this.#buffer = buffer
-    this.#byteOffset = byteOffset
+    super(buffer, byteOffset, 2, 'Barrier')
     this.#i32 = new Int32Array(buffer, byteOffset, 2)
     if (!attach) {
       Atomics.store(this.#i32, 0, parties)
@@ -39,12 +36,10 @@ class Barrier {
   }
 
   static from (handle) {
-    const { buffer, byteOffset } = g.readHandle(handle, 'Barrier.from')
-    g.validateSlot(buffer, byteOffset, 8, 'Barrier.from')
+    const { buffer, byteOffset } = SharedSlot.open(handle, 2, 'Barrier.from')
     return new Barrier(g.ATTACH, buffer, byteOffset)
   }
 
-  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
   get parties () { return load(this.#i32, 0) }
   /** Arrivals in the current phase. */
   get arrived () { return load(this.#i32, 1) & COUNT_MASK }

@@ -12,6 +12,7 @@
 // the condition.
 
 const g = require('./gate')
+const { SharedSlot } = require('./SharedSlot')
 const { AsyncLock } = require('./AsyncLock')
 const { describe } = require('./atomics')
 
@@ -24,29 +25,22 @@ function readLock (lock, where) {
   if (lock.owner !== g.selfId - 1) throw g.notOwnerError(where)
 }
 
-class ConditionVariable {
+class ConditionVariable extends SharedSlot {
   #i32
-  #buffer
-  #byteOffset
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
    * @param {number} [byteOffset=0]
    */
   constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0) {
-    g.validateSlot(buffer, byteOffset, 4, 'ConditionVariable')
-    this.#buffer = buffer
-    this.#byteOffset = byteOffset
+    super(buffer, byteOffset, 1, 'ConditionVariable')
     this.#i32 = new Int32Array(buffer, byteOffset, 1)
   }
 
   static from (handle) {
-    const { buffer, byteOffset } = g.readHandle(handle, 'ConditionVariable.from')
-    g.validateSlot(buffer, byteOffset, 4, 'ConditionVariable.from')
+    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'ConditionVariable.from')
     return new ConditionVariable(buffer, byteOffset)
   }
-
-  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
 
   /** Threads (and async waits) waiting now. */
   get waiting () { return g.binding.waiterCount(this.#i32, 0) }

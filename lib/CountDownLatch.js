@@ -5,14 +5,13 @@
 // call that reaches 0 wakes every waiter.
 
 const g = require('./gate')
+const { SharedSlot } = require('./SharedSlot')
 
 const MAX = 0x7fffffff
 const { compareExchange, load } = Atomics
 
-class CountDownLatch {
+class CountDownLatch extends SharedSlot {
   #i32
-  #buffer
-  #byteOffset
 
   /**
    * @param {number} count
@@ -22,20 +21,16 @@ class CountDownLatch {
   constructor (count, buffer = new SharedArrayBuffer(4), byteOffset = 0) {
     const attach = count === g.ATTACH
     if (!attach) g.readCount(count, 0, MAX, 'CountDownLatch', 'count')
-    g.validateSlot(buffer, byteOffset, 4, 'CountDownLatch')
-    this.#buffer = buffer
-    this.#byteOffset = byteOffset
+    super(buffer, byteOffset, 1, 'CountDownLatch')
     this.#i32 = new Int32Array(buffer, byteOffset, 1)
     if (!attach) Atomics.store(this.#i32, 0, count)
   }
 
   static from (handle) {
-    const { buffer, byteOffset } = g.readHandle(handle, 'CountDownLatch.from')
-    g.validateSlot(buffer, byteOffset, 4, 'CountDownLatch.from')
+    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'CountDownLatch.from')
     return new CountDownLatch(g.ATTACH, buffer, byteOffset)
   }
 
-  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
   get count () { return load(this.#i32, 0) }
 
   /** Lowers the count by `k` (1), not below 0; returns the new count. */

@@ -12,34 +12,28 @@
 // named, so a reader that dies holding a read lock leaves it held.
 
 const g = require('./gate')
+const { SharedSlot } = require('./SharedSlot')
 
 const MASK = 0x1fffffff
 const WRITER = 0x20000000
 const { compareExchange, load } = Atomics
 
-class RWLock {
+class RWLock extends SharedSlot {
   #i32
-  #buffer
-  #byteOffset
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
    * @param {number} [byteOffset=0]
    */
   constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0) {
-    g.validateSlot(buffer, byteOffset, 4, 'RWLock')
-    this.#buffer = buffer
-    this.#byteOffset = byteOffset
+    super(buffer, byteOffset, 1, 'RWLock')
     this.#i32 = new Int32Array(buffer, byteOffset, 1)
   }
 
   static from (handle) {
-    const { buffer, byteOffset } = g.readHandle(handle, 'RWLock.from')
-    g.validateSlot(buffer, byteOffset, 4, 'RWLock.from')
+    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'RWLock.from')
     return new RWLock(buffer, byteOffset)
   }
-
-  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
 
   /** Readers holding the lock now. */
   get readers () {

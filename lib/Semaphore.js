@@ -10,6 +10,7 @@
 // release are one compare-exchange in JavaScript.
 
 const g = require('./gate')
+const { SharedSlot } = require('./SharedSlot')
 
 const MASK = 0x3fffffff
 const { compareExchange, load, store } = Atomics
@@ -19,10 +20,8 @@ function readPermits (k, where) {
   return g.readCount(k, 1, MASK, where, 'permits')
 }
 
-class Semaphore {
+class Semaphore extends SharedSlot {
   #i32
-  #buffer
-  #byteOffset
 
   /**
    * @param {number} [permits=1] initial permits
@@ -32,21 +31,16 @@ class Semaphore {
   constructor (permits = 1, buffer = new SharedArrayBuffer(4), byteOffset = 0) {
     const attach = permits === g.ATTACH
     if (!attach) g.readCount(permits, 0, MASK, 'Semaphore', 'permits')
-    g.validateSlot(buffer, byteOffset, 4, 'Semaphore')
-    this.#buffer = buffer
-    this.#byteOffset = byteOffset
+    super(buffer, byteOffset, 1, 'Semaphore')
     this.#i32 = new Int32Array(buffer, byteOffset, 1)
     if (!attach) store(this.#i32, 0, permits)
   }
 
   /** Opens a semaphore created elsewhere from its `handle`. */
   static from (handle) {
-    const { buffer, byteOffset } = g.readHandle(handle, 'Semaphore.from')
-    g.validateSlot(buffer, byteOffset, 4, 'Semaphore.from')
+    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'Semaphore.from')
     return new Semaphore(g.ATTACH, buffer, byteOffset)
   }
-
-  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
 
   /** Permits available now. */
   get value () { return load(this.#i32, 0) & MASK }
