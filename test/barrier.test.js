@@ -8,21 +8,9 @@
 // barrier-tasks.js.
 
 const assert = require('assert')
-const { Barrier, LockError, AbortError, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { Barrier, waiterCount } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 const tasks = require('./fixtures/barrier-tasks')
-
-function assertCode (err, code) {
-  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
-  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, code)
-}
-
-function assertAbort (err, reason) {
-  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, 'ABORT_ERR')
-  assert.strictEqual(err.cause, reason)
-}
 
 // Waits in progress on the barrier, from the waiter list of its state word.
 function waiting (barrier) {

@@ -10,21 +10,9 @@
 
 const assert = require('assert')
 const { threadId } = require('worker_threads')
-const { AsyncLock, ConditionVariable, LockError, AbortError } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { AsyncLock, ConditionVariable, LockError } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 const tasks = require('./fixtures/cv-tasks')
-
-function assertCode (err, code) {
-  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
-  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, code)
-}
-
-function assertAbort (err, reason) {
-  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, 'ABORT_ERR')
-  assert.strictEqual(err.cause, reason)
-}
 
 async function started (...workers) {
   await Promise.all(workers.map((w) => w.ready()))

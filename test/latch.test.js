@@ -7,22 +7,10 @@
 // runner-worker.js); shared workloads are in test/fixtures/latch-tasks.js.
 
 const assert = require('assert')
-const { CountDownLatch, LockError, AbortError, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { CountDownLatch, waiterCount } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 
 const MAX = 0x7fffffff
-
-function assertCode (err, code) {
-  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
-  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, code)
-}
-
-function assertAbort (err, reason) {
-  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, 'ABORT_ERR')
-  assert.strictEqual(err.cause, reason)
-}
 
 // Waits in progress on the latch, from the waiter list of its word.
 function waiting (latch) {

@@ -11,27 +11,14 @@
 const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
-const { RWLock, LockError, AbortError } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { RWLock, AbortError } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 
 const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
 
 // Errors thrown in a worker arrive as plain Errors carrying the name, code
 // and constructor name of the original.
-function assertCode (err, code) {
-  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
-  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.name, 'LockError')
-  assert.strictEqual(err.code, code)
-}
-
-function assertAbort (err, reason) {
-  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.code, 'ABORT_ERR')
-  assert.strictEqual(err.cause, reason)
-}
-
 function state (rw) {
   return { readers: rw.readers, writer: rw.writer, waiting: rw.waiting }
 }

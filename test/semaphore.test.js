@@ -8,28 +8,14 @@
 // are in test/fixtures/sem-tasks.js.
 
 const assert = require('assert')
-const { Semaphore, LockError, AbortError } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection } = require('./fixtures/threads')
+const { Semaphore, AbortError } = require('..')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
 const MAX = 0x3fffffff
 
 // Errors thrown in a worker arrive as plain Errors carrying the name, code
 // and constructor name of the original.
-function assertCode (err, code) {
-  const isLockError = err instanceof LockError || (err && err.constructorName === 'LockError')
-  assert.ok(isLockError, `expected a LockError ${code}, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.name, 'LockError')
-  assert.strictEqual(err.code, code)
-}
-
-function assertAbort (err, reason) {
-  assert.ok(err instanceof AbortError, `expected an AbortError, got ${err && (err.stack || err.message)}`)
-  assert.strictEqual(err.name, 'AbortError')
-  assert.strictEqual(err.code, 'ABORT_ERR')
-  assert.strictEqual(err.cause, reason)
-}
-
 async function started (...workers) {
   await Promise.all(workers.map((w) => w.ready()))
   return workers
