@@ -11,7 +11,7 @@
 const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
-const { RWLock, AbortError } = require('..')
+const { RWLock } = require('..')
 const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 

@@ -8,7 +8,7 @@
 // are in test/fixtures/sem-tasks.js.
 
 const assert = require('assert')
-const { Semaphore, AbortError } = require('..')
+const { Semaphore } = require('..')
 const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
