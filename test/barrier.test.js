@@ -9,7 +9,7 @@
 
 const assert = require('assert')
 const { Barrier, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
 const tasks = require('./fixtures/barrier-tasks')
 
 // Waits in progress on the barrier, from the waiter list of its state word.
@@ -139,8 +139,7 @@ describe('Barrier (one thread)', () => {
     for (const [name, fn, type, message] of ctorCases) {
       it(`constructor / from: ${name}`, () => {
         const err = thrown(fn)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
       })
     }
 
@@ -162,8 +161,7 @@ describe('Barrier (one thread)', () => {
       it(`arriveAndWaitSync throws: ${name}`, () => {
         const b = new Barrier(2)
         const err = thrown(() => fn(b))
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.deepStrictEqual(state(b), { parties: 2, arrived: 0, phase: 0, waiting: 0 }, 'a refused call must not arrive')
       })
     }
@@ -181,8 +179,7 @@ describe('Barrier (one thread)', () => {
         let p
         assert.doesNotThrow(() => { p = fn(b) })
         const err = await rejection(p)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.deepStrictEqual(state(b), { parties: 2, arrived: 0, phase: 0, waiting: 0 }, 'a refused call must not arrive')
       })
     }

@@ -11,7 +11,7 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, ConditionVariable, LockError } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
 const tasks = require('./fixtures/cv-tasks')
 
 async function started (...workers) {
@@ -167,8 +167,7 @@ describe('ConditionVariable (one thread)', () => {
     for (const [name, fn, type, message] of ctorCases) {
       it(`constructor / from: ${name}`, () => {
         const err = thrown(fn)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
       })
     }
 

@@ -8,7 +8,7 @@
 
 const assert = require('assert')
 const { CountDownLatch, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
 
 const MAX = 0x7fffffff
 
@@ -131,8 +131,7 @@ describe('CountDownLatch (one thread)', () => {
     for (const [name, fn, type, message] of ctorCases) {
       it(`constructor / from: ${name}`, () => {
         const err = thrown(fn)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
       })
     }
 
@@ -160,8 +159,7 @@ describe('CountDownLatch (one thread)', () => {
       it(`throws: ${name}`, () => {
         const latch = new CountDownLatch(3)
         const err = thrown(() => fn(latch))
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.strictEqual(latch.count, 3)
         assert.strictEqual(waiting(latch), 0)
       })
@@ -180,8 +178,7 @@ describe('CountDownLatch (one thread)', () => {
         let p
         assert.doesNotThrow(() => { p = fn(latch) })
         const err = await rejection(p)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.strictEqual(latch.count, 3)
         assert.strictEqual(waiting(latch), 0)
       })

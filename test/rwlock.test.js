@@ -12,7 +12,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
 const { RWLock } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 
 const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
@@ -228,8 +228,7 @@ describe('RWLock (one thread)', () => {
     for (const [name, fn, type, message] of ctorCases) {
       it(`constructor / from: ${name}`, () => {
         const err = thrown(fn)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
       })
     }
 
@@ -246,8 +245,7 @@ describe('RWLock (one thread)', () => {
         const rw = new RWLock()
         rw.readLock()
         const err = thrown(() => fn(rw))
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
       })
     }
@@ -269,8 +267,7 @@ describe('RWLock (one thread)', () => {
         let p
         assert.doesNotThrow(() => { p = fn(rw) })
         const err = await rejection(p)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
       })
     }

@@ -9,7 +9,7 @@
 
 const assert = require('assert')
 const { Semaphore } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort } = require('./fixtures/threads')
+const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
 const MAX = 0x3fffffff
@@ -227,8 +227,7 @@ describe('Semaphore (one thread)', () => {
     for (const [name, fn, type, message] of ctorCases) {
       it(`constructor / from: ${name}`, () => {
         const err = thrown(fn)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
       })
     }
 
@@ -266,8 +265,7 @@ describe('Semaphore (one thread)', () => {
       it(`throws: ${name}`, () => {
         const sem = new Semaphore(2)
         const err = thrown(() => fn(sem))
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.strictEqual(sem.value, 2)
         assert.strictEqual(sem.waiting, 0)
       })
@@ -311,8 +309,7 @@ describe('Semaphore (one thread)', () => {
         assert.doesNotThrow(() => { p = fn(sem) })
         assert.ok(p instanceof Promise)
         const err = await rejection(p)
-        assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-        assert.match(err.message, message)
+        assertError(err, name, type, message)
         assert.strictEqual(sem.value, 2)
         assert.strictEqual(sem.waiting, 0)
       })
