@@ -389,6 +389,18 @@ tl__retire(tl_env_t *e, tl_async_t *n)
   tl__maybe_free(n);
 }
 
+/* Env thread: ends a request that JavaScript withdrew. Its promise, still
+ * pending, is settled with `value` anyway, since nobody listens any more
+ * but its handle must be released; then the node is retired. */
+static void
+tl__withdraw(napi_env env, tl_async_t *n, napi_value value)
+{
+  if (n->deferred != NULL && value != NULL)
+    napi_resolve_deferred(env, n->deferred, value);
+  n->deferred = NULL;
+  tl__retire(n->env, n);
+}
+
 /* Any thread, under the names table lock: a grant or steal for `r`. The
  * node is queued for its env's thread once; events that come before that
  * thread runs are merged. */
@@ -1014,14 +1026,10 @@ tl_napi_cancel(napi_env env, napi_callback_info info)
   TL_GET_ARGS(env, info, 1, argv);
   TL_NAPI_CALL(env, napi_get_value_external(env, argv[0], (void **)&n));
   if (!n->done && tl_cancel(&n->w, TL_CANCELLED)) {
-    napi_value code;
+    napi_value code = NULL;
     removed = true;
-    /* Settle the promise anyway so that its handle is released; the
-     * caller has already stopped listening to it. */
-    if (napi_create_int32(env, TL_RESULT_INTERRUPTED, &code) == napi_ok)
-      napi_resolve_deferred(env, n->deferred, code);
-    n->deferred = NULL;
-    tl__retire(n->env, n);
+    napi_create_int32(env, TL_RESULT_INTERRUPTED, &code);
+    tl__withdraw(env, n, code);
   }
   TL_NAPI_CALL(env, napi_get_boolean(env, removed, &result));
   return result;
@@ -1203,14 +1211,10 @@ tl_napi_named_release(napi_env env, napi_callback_info info)
     return NULL;
   }
   if (!n->done) {
+    napi_value no = NULL;
     phase = tl_named_release(&((tl_named_node_t *)n)->r);
-    if (n->deferred != NULL) {
-      napi_value no;
-      if (napi_get_boolean(env, false, &no) == napi_ok)
-        napi_resolve_deferred(env, n->deferred, no);
-      n->deferred = NULL;
-    }
-    tl__retire(n->env, n);
+    napi_get_boolean(env, false, &no);
+    tl__withdraw(env, n, no);
   }
   TL_NAPI_CALL(env, napi_create_int32(env, phase, &v));
   return v;
@@ -1232,11 +1236,10 @@ tl_napi_named_cancel(napi_env env, napi_callback_info info)
     return NULL;
   }
   if (!n->done && tl_named_cancel(&((tl_named_node_t *)n)->r)) {
+    napi_value no = NULL;
     removed = true;
-    if (n->deferred != NULL && napi_get_boolean(env, false, &v) == napi_ok)
-      napi_resolve_deferred(env, n->deferred, v);
-    n->deferred = NULL;
-    tl__retire(n->env, n);
+    napi_get_boolean(env, false, &no);
+    tl__withdraw(env, n, no);
   }
   TL_NAPI_CALL(env, napi_get_boolean(env, removed, &v));
   return v;
