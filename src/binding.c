@@ -1058,19 +1058,6 @@ tl_napi_register(napi_env env, napi_callback_info info)
   return NULL;
 }
 
-/* isAlive(id) -> whether a registered thread holds that id. */
-static napi_value
-tl_napi_is_alive(napi_env env, napi_callback_info info)
-{
-  napi_value argv[1], result;
-  uint32_t id;
-
-  TL_GET_ARGS(env, info, 1, argv);
-  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[0], &id));
-  TL_NAPI_CALL(env, napi_get_boolean(env, tl_thread_alive(id), &result));
-  return result;
-}
-
 /* isDetached(arrayBuffer) -> boolean. */
 static napi_value
 tl_napi_is_detached(napi_env env, napi_callback_info info)
@@ -1376,7 +1363,6 @@ NAPI_MODULE_INIT()
     { "gateAcquireAsync", tl_napi_gate_acquire_async },
     { "gateRelease", tl_napi_gate_release },
     { "register", tl_napi_register },
-    { "isAlive", tl_napi_is_alive },
     { "isDetached", tl_napi_is_detached },
     { "setSpin", tl_napi_set_spin },
     { "namedInit", tl_napi_named_init },
