@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "threadlock",
-      "sources": ["src/binding.c", "src/waiters.c", "src/names.c"],
+      "sources": ["src/binding.c", "src/table.c", "src/gates.c", "src/owners.c", "src/names.c"],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
       "xcode_settings": {

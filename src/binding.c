@@ -4,7 +4,7 @@
  * coercions) and owns the per-thread state: the threadsafe function that
  * resolves waitAsync promises, the timer for async deadlines, the list of
  * pending async waiters and the cleanup hook that tears them down. The list
- * logic itself lives in waiters.c.
+ * logic itself lives in the core (table.c, gates.c, owners.c).
  */
 #include <node_api.h>
 #include <stdint.h>

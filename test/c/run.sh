@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds every test/c/<behaviour>.c together with src/waiters.c three ways
-# (plain, ThreadSanitizer, AddressSanitizer + UndefinedBehaviorSanitizer),
+# Builds every test/c/<behaviour>.c together with the core (src/table.c,
+# src/gates.c, src/owners.c) three ways (plain, ThreadSanitizer,
+# AddressSanitizer + UndefinedBehaviorSanitizer),
 # runs them all, and fails on any failed test or sanitizer report.
 #
 # Usage: test/c/run.sh [test ...]     (default: every test/c/*.c)
@@ -10,6 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 
 out=test/c/build
+core="src/table.c src/gates.c src/owners.c"
 variants=${TL_VARIANTS:-plain tsan asan}
 
 # CI starts from a fresh machine; install only what is missing.
@@ -87,7 +89,7 @@ for variant in $variants; do
     bin=$out/$t.$variant
     log=$out/$t.$variant.log
     # shellcheck disable=SC2086 # the flag lists are meant to split
-    if ! $cc $cflags $vflags "test/c/$t.c" src/waiters.c -o "$bin" $libs \
+    if ! $cc $cflags $vflags "test/c/$t.c" $core -o "$bin" $libs \
       >"$log" 2>&1; then
       echo "FAIL $t ($variant): build"
       sed 's/^/    /' "$log"

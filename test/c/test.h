@@ -1,10 +1,10 @@
 /* Shared helpers for the C tests of the waiter list core.
  *
- * Each test is one .c file with its own main(), compiled together with
- * src/waiters.c. A failed check prints the file, line and values and aborts,
- * so that a sanitizer build also shows a stack. Everything here is static
- * inline so that a test that does not use a helper still compiles with
- * -Wall -Wextra -Werror.
+ * Each test is one .c file with its own main(), compiled together with the
+ * core (src/table.c, gates.c, owners.c). A failed check prints the file,
+ * line and values and aborts, so that a sanitizer build also shows a stack.
+ * Everything here is static inline so that a test that does not use a helper
+ * still compiles with -Wall -Wextra -Werror.
  */
 #ifndef TL_TEST_H_
 #define TL_TEST_H_

@@ -12,7 +12,7 @@
 
 #define NWAITERS 8
 
-/* Mirrors the hash of tl__bucket() in src/waiters.c, only to pick two
+/* Mirrors the hash of tl__bucket() in src/table.c, only to pick two
  * addresses that share a bucket. Should the hash change, the addresses
  * merely stop colliding and the test covers less; it never fails for it. */
 static unsigned

@@ -1,0 +1,498 @@
+/* The gate policies on top of the parking table: lock, semaphore and
+ * read-write lock words whose grants are decided under the word's bucket
+ * lock. Acquire, release, grant and hand-off, timeout, abandon and retry.
+ */
+#include "waiters.h"
+
+#include <stdlib.h>
+
+#include "platform.h"
+#include "tl_internal.h"
+
+/* Hands the lock at w->addr to `w`, the first lock waiter on it, which the
+ * caller already unlinked. Expects b->lock; the caller owns the word. */
+void
+tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int32_t next = (int32_t)w->lock_id;
+
+  if (owner_died)
+    next |= TL_LOCK_OWNER_DIED;
+  if (tl__next_gate_waiter(b->head, w->addr) != NULL)
+    next |= TL_GATE_WAITERS;
+  atomic_store(word, next);
+  w->owner_died = (uint8_t)owner_died;
+  w->granted = 1;
+  tl__finish(w, TL_NOTIFIED);
+}
+
+/* Grants semaphore waiters at the head of the queue on `addr` for as long
+ * as the permits suffice; FIFO means a large request at the head holds back
+ * smaller ones behind it. Expects b->lock. While waiters are queued the
+ * waiters bit is set and the compare-exchange fast paths stay away, so the
+ * stores below cannot lose a concurrent update. */
+static void
+tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)addr;
+
+  for (;;) {
+    tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
+    int32_t v = atomic_load(word);
+    uint32_t avail = (uint32_t)(v & TL_SEM_MASK);
+
+    if (h == NULL) {
+      if (v & TL_GATE_WAITERS)
+        atomic_fetch_and(word, ~TL_GATE_WAITERS);
+      return;
+    }
+    if (avail < h->amount)
+      return;
+    tl__unlink(b, h);
+    v = (int32_t)(avail - h->amount);
+    if (tl__next_gate_waiter(b->head, addr) != NULL)
+      v |= TL_GATE_WAITERS;
+    atomic_store(word, v);
+    h->granted = 1;
+    tl__finish(h, TL_NOTIFIED);
+  }
+}
+
+/* Grants read-write lock waiters at the head of the queue on `addr`: one
+ * writer once no reader or writer holds it, or every reader up to the next
+ * queued writer. A queued writer thus holds back later readers, so a stream
+ * of readers cannot starve it. Expects b->lock. */
+void
+tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)addr;
+
+  for (;;) {
+    tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
+    int32_t v = atomic_load(word);
+    int32_t readers = v & TL_RW_MASK;
+
+    if (h == NULL) {
+      if (v & TL_GATE_WAITERS)
+        atomic_fetch_and(word, ~TL_GATE_WAITERS);
+      return;
+    }
+    if ((v & TL_RW_WRITER) || (h->gate == TL_GATE_WRITE && readers != 0))
+      return;
+    tl__unlink(b, h);
+    v = h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
+                                 : readers + 1;
+    if (tl__next_gate_waiter(b->head, addr) != NULL)
+      v |= TL_GATE_WAITERS;
+    atomic_store(word, v);
+    h->owner_died = (uint8_t)owner_died;
+    h->granted = 1;
+    owner_died = 0;
+    tl__finish(h, TL_NOTIFIED);
+  }
+}
+
+/* Grants what the queue on w->addr can take after `w`, a gate waiter, left
+ * without a grant; when it was the last one, clears the waiters bit so that
+ * the owner can release with a compare-exchange again. Expects b->lock. */
+void
+tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w)
+{
+  switch (w->gate) {
+  case TL_GATE_LOCK:
+    if (tl__next_gate_waiter(b->head, w->addr) == NULL)
+      atomic_fetch_and((_Atomic int32_t *)w->addr, ~TL_GATE_WAITERS);
+    break;
+  case TL_GATE_SEM:
+    tl__sem_pass(b, w->addr);
+    break;
+  default:
+    tl__rw_pass(b, w->addr, 0);
+    break;
+  }
+}
+
+/* Whether the thread of `w` already has a request queued for its word: a
+ * blocking acquire would then wait for a grant that only this very thread
+ * could ever use. Expects b->lock. */
+static int
+tl__queued(tl_bucket_t *b, tl_waiter_t *w)
+{
+  for (tl_waiter_t *q = b->head; q != NULL; q = q->next)
+    if (q->addr == w->addr && q->gate != TL_GATE_NONE &&
+        q->lock_id == w->lock_id)
+      return 1;
+  return 0;
+}
+
+/* Enqueues `w` after setting the waiters bit of its word, which `v` was
+ * last read as. Returns 0, or -1 when the word changed first (`v` then
+ * holds the new value). Expects b->lock. */
+static int
+tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+
+  if (!(*v & TL_GATE_WAITERS) &&
+      !atomic_compare_exchange_weak(word, v, *v | TL_GATE_WAITERS))
+    return -1;
+  atomic_store(&w->state, TL_WAITING);
+  if (w->since == 0)
+    w->since = tl_now_ns();
+  if (w->requeue)
+    tl__enqueue_front(b, w);
+  else
+    tl__enqueue(b, w);
+  return 0;
+}
+
+/* Tries to take the lock without waiting, or enqueues `w` behind the
+ * current owner. A sync request (allow_self == 0) from the owner, or from a
+ * thread with a request already queued, fails with TL_EDEADLK; an async one
+ * queues. Expects b->lock. */
+static int
+tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int32_t v = atomic_load(word);
+
+  for (;;) {
+    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
+
+    /* In the throughput mode a word without an owner is free even while
+     * waiters are queued (their bit stays); in the fair mode that state
+     * never occurs, since releases hand the lock over. */
+    if (v == 0 || (owner == 0 && (w->amount & TL_LOCK_BARGE))) {
+      if (atomic_compare_exchange_weak(word, &v, v | (int32_t)w->lock_id))
+        return TL_RESULT_ACQUIRED;
+      continue;
+    }
+    if (!allow_self && (owner == w->lock_id || tl__queued(b, w)))
+      return TL_EDEADLK;
+    if (owner != w->lock_id && !tl_thread_alive(owner)) {
+      tl_waiter_t *first = tl__next_gate_waiter(b->head, w->addr);
+      if (first == NULL) {
+        /* Nobody queued: take over. Gate waiters only write a word with an
+         * owner set under this lock, so a plain store is safe. */
+        atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED));
+        return TL_RESULT_OWNER_DIED;
+      }
+      /* Queued waiters come first: the oldest takes over, we queue. */
+      tl__unlink(b, first);
+      tl__grant(b, first, 1);
+      v = atomic_load(word);
+      continue;
+    }
+    if (tl__gate_enqueue(b, w, &v) == 0)
+      return TL_RESULT_PENDING;
+  }
+}
+
+/* Takes `amount` permits, or queues behind earlier requests. */
+static int
+tl__sem_try_enqueue(tl_bucket_t *b, tl_waiter_t *w)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
+  int32_t v = atomic_load(word);
+
+  for (;;) {
+    if (!queued && (uint32_t)(v & TL_SEM_MASK) >= w->amount) {
+      if (atomic_compare_exchange_weak(word, &v, v - (int32_t)w->amount))
+        return TL_RESULT_ACQUIRED;
+      continue;
+    }
+    if (tl__gate_enqueue(b, w, &v) == 0)
+      return TL_RESULT_PENDING;
+  }
+}
+
+/* Takes a read or write lock, or queues. A writer that died holding the
+ * word is cleared out first; the grant that follows says so. */
+static int
+tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int32_t v = atomic_load(word);
+  int took_over = 0;
+
+  for (;;) {
+    int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
+
+    if (v & TL_RW_WRITER) {
+      uint32_t owner = (uint32_t)(v & TL_RW_MASK);
+      if (owner == w->lock_id && !allow_self)
+        return TL_EDEADLK;
+      if (owner != w->lock_id && !tl_thread_alive(owner)) {
+        atomic_store(word, v & TL_GATE_WAITERS);
+        took_over = !queued;
+        tl__rw_pass(b, w->addr, 1);
+        v = atomic_load(word);
+        continue;
+      }
+    } else if (!queued) {
+      int32_t next = w->gate == TL_GATE_READ
+                         ? v + 1
+                         : (int32_t)(TL_RW_WRITER | w->lock_id);
+      if (w->gate == TL_GATE_READ ? (v & TL_RW_MASK) < TL_RW_MASK
+                                  : (v & TL_RW_MASK) == 0) {
+        if (atomic_compare_exchange_weak(word, &v, next))
+          return took_over ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
+        continue;
+      }
+    }
+    if (!allow_self && tl__queued(b, w))
+      return TL_EDEADLK;
+    if (tl__gate_enqueue(b, w, &v) == 0)
+      return TL_RESULT_PENDING;
+  }
+}
+
+static int
+tl__gate_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+{
+  switch (w->gate) {
+  case TL_GATE_LOCK:
+    return tl__lock_try_enqueue(b, w, allow_self);
+  case TL_GATE_SEM:
+    return tl__sem_try_enqueue(b, w);
+  default:
+    return tl__rw_try_enqueue(b, w, allow_self);
+  }
+}
+
+static int
+tl__valid_gate(int gate, uint32_t id, uint32_t amount)
+{
+  if (gate == TL_GATE_SEM)
+    return amount <= TL_SEM_MASK;
+  if (gate == TL_GATE_LOCK && amount > TL_LOCK_BARGE)
+    return 0;
+  return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
+          gate == TL_GATE_WRITE) &&
+         id != 0 && id <= TL_LOCK_ID_MASK;
+}
+
+int
+tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
+                double timeout_ms, const tl_probe_t *probe)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  uint64_t deadline = tl__deadline(timeout_ms);
+  tl_sync_waiter_t sw;
+  int r;
+
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
+  tl__init_sync(&sw, (uintptr_t)word, gate, id, amount);
+  tl_mutex_lock(&b->lock);
+  r = tl__gate_try_enqueue(b, &sw.base, 0);
+  if (r != TL_RESULT_PENDING) {
+    tl_mutex_unlock(&b->lock);
+    return r;
+  }
+  if (deadline <= tl_now_ns()) {
+    tl__remove(b, &sw.base);
+    tl_mutex_unlock(&b->lock);
+    return TL_RESULT_TIMED_OUT;
+  }
+  tl_mutex_unlock(&b->lock);
+  for (;;) {
+    r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
+    if (r != TL_RESULT_ACQUIRED || sw.base.granted)
+      break;
+    /* Throughput mode: woken, not granted. Compete for the free word; on
+     * losing, wait again first in line, keeping the original deadline. */
+    tl_mutex_lock(&b->lock);
+    sw.base.parked = 0;
+    sw.base.requeue = 1;
+    r = tl__gate_try_enqueue(b, &sw.base, 0);
+    if (r != TL_RESULT_PENDING) {
+      tl_mutex_unlock(&b->lock);
+      return r;
+    }
+    if (deadline <= tl_now_ns()) {
+      tl__remove(b, &sw.base);
+      tl_mutex_unlock(&b->lock);
+      return TL_RESULT_TIMED_OUT;
+    }
+    tl_mutex_unlock(&b->lock);
+  }
+  if (r == TL_RESULT_ACQUIRED && sw.base.owner_died)
+    r = TL_RESULT_OWNER_DIED;
+  return r;
+}
+
+int
+tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
+                      uint32_t amount)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  int r;
+
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
+  w->addr = (uintptr_t)word;
+  w->gate = (uint8_t)gate;
+  w->lock_id = id;
+  w->amount = amount;
+  w->owner_died = 0;
+  tl_mutex_lock(&b->lock);
+  r = tl__gate_try_enqueue(b, w, 1);
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
+int
+tl_gate_retry_async(tl_waiter_t *w)
+{
+  tl_bucket_t *b = tl__bucket(w->addr);
+  int r;
+
+  tl_mutex_lock(&b->lock);
+  w->requeue = 1;
+  r = tl__gate_try_enqueue(b, w, 1);
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
+/* tl_gate_release with b->lock held. */
+static int
+tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
+                        uint32_t amount)
+{
+  _Atomic int32_t *aword = (_Atomic int32_t *)word;
+  tl_waiter_t *first;
+  int32_t v = atomic_load(aword);
+  int r = 0;
+
+  switch (gate) {
+  case TL_GATE_LOCK:
+    if ((uint32_t)(v & TL_LOCK_ID_MASK) != id) {
+      r = TL_ENOTOWNER;
+      break;
+    }
+    first = tl__next_gate_waiter(b->head, (uintptr_t)word);
+    if (first == NULL) {
+      atomic_store(aword, 0);
+    } else if ((amount & TL_LOCK_BARGE) &&
+               tl_now_ns() - first->since < TL_LOCK_STARVING_NS) {
+      /* Throughput mode: free the word, keeping the waiters bit if more
+       * wait, and wake the oldest waiter to compete for it. */
+      tl__unlink(b, first);
+      atomic_store(aword, tl__next_gate_waiter(b->head, (uintptr_t)word)
+                              ? TL_GATE_WAITERS
+                              : 0);
+      first->granted = 0;
+      tl__finish(first, TL_NOTIFIED);
+    } else {
+      /* Direct hand-off keeps the grants in FIFO order: the word never
+       * becomes 0 while a waiter is queued, so nobody can barge in. */
+      tl__unlink(b, first);
+      tl__grant(b, first, 0);
+    }
+    break;
+  case TL_GATE_SEM:
+    /* The fast paths may still run while no waiter is queued. */
+    do {
+      if ((uint32_t)(v & TL_SEM_MASK) + amount > TL_SEM_MASK) {
+        r = TL_EOVERFLOW;
+        break;
+      }
+    } while (!atomic_compare_exchange_weak(aword, &v, v + (int32_t)amount));
+    if (r == 0)
+      tl__sem_pass(b, (uintptr_t)word);
+    break;
+  case TL_GATE_READ:
+    do {
+      if ((v & TL_RW_WRITER) || (v & TL_RW_MASK) == 0) {
+        r = TL_ENOTOWNER;
+        break;
+      }
+    } while (!atomic_compare_exchange_weak(aword, &v, v - 1));
+    if (r == 0)
+      tl__rw_pass(b, (uintptr_t)word, 0);
+    break;
+  default:
+    if (!(v & TL_RW_WRITER) || (uint32_t)(v & TL_RW_MASK) != id) {
+      r = TL_ENOTOWNER;
+      break;
+    }
+    atomic_fetch_and(aword, TL_GATE_WAITERS);
+    tl__rw_pass(b, (uintptr_t)word, 0);
+    break;
+  }
+  return r;
+}
+
+int
+tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  int r;
+
+  if (!tl__valid_gate(gate, id, amount))
+    return TL_EINVAL;
+  tl_mutex_lock(&b->lock);
+  r = tl__gate_release_locked(b, word, gate, id, amount);
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
+/* Gives back what the notified gate waiter `w` got but will never use: a
+ * grant is released; a throughput-mode wake (no grant) passes to the next
+ * waiter if the lock is still free, so the queue does not stall. Expects
+ * b->lock. */
+void
+tl__abandon(tl_bucket_t *b, tl_waiter_t *w)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  tl_waiter_t *first;
+
+  if (w->granted) {
+    tl__gate_release_locked(b, (int32_t *)w->addr, w->gate, w->lock_id,
+                            w->amount);
+    return;
+  }
+  if (w->gate != TL_GATE_LOCK || (atomic_load(word) & TL_LOCK_ID_MASK) != 0 ||
+      (first = tl__next_gate_waiter(b->head, w->addr)) == NULL)
+    return;
+  tl__unlink(b, first);
+  if (tl__next_gate_waiter(b->head, w->addr) == NULL)
+    atomic_fetch_and(word, ~TL_GATE_WAITERS);
+  first->granted = 0;
+  tl__finish(first, TL_NOTIFIED);
+}
+
+void
+tl_gate_abandon(tl_waiter_t *w)
+{
+  tl_bucket_t *b = tl__bucket(w->addr);
+
+  if (w->gate == TL_GATE_NONE)
+    return;
+  tl_mutex_lock(&b->lock);
+  if (atomic_load(&w->state) == TL_NOTIFIED)
+    tl__abandon(b, w);
+  tl_mutex_unlock(&b->lock);
+}
+
+int
+tl_lock_acquire(int32_t *word, uint32_t id, double timeout_ms,
+                const tl_probe_t *probe)
+{
+  return tl_gate_acquire(word, TL_GATE_LOCK, id, 0, timeout_ms, probe);
+}
+
+int
+tl_lock_acquire_async(tl_waiter_t *w, int32_t *word, uint32_t id)
+{
+  return tl_gate_acquire_async(w, word, TL_GATE_LOCK, id, 0);
+}
+
+int
+tl_lock_release(int32_t *word, uint32_t id)
+{
+  return tl_gate_release(word, TL_GATE_LOCK, id, 0);
+}
