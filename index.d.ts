@@ -188,26 +188,27 @@ export interface HandleLike {
 
 /** The handle of an {@link AsyncLock}: where it is, and its mode. */
 export interface AsyncLockHandle extends Handle {
-  /** `false` for a lock in the throughput mode. */
-  readonly fair: boolean
+  /** `true` for a lock in strict FIFO mode. */
+  readonly fifo: boolean
 }
 
-/** A handle to reopen an {@link AsyncLock} from; `fair` defaults to true. */
+/** A handle to reopen an {@link AsyncLock} from; `fifo` defaults to false. */
 export interface AsyncLockHandleLike extends HandleLike {
-  fair?: boolean
+  fifo?: boolean
 }
 
 /** Options of `new AsyncLock()`. */
 export interface AsyncLockOptions {
   /**
-   * `true` (default): FIFO hand-off, every release gives the lock to the
-   * oldest waiter. `false`: the throughput mode, where a release frees the
-   * lock and wakes the oldest waiter to compete with running threads; a
-   * waiter that has waited 1 ms or more still gets it handed over, so none
-   * starves. Every thread must open one lock word in the same mode (the
-   * handle carries it).
+   * `false` (default): fast and fair over time. A running thread may take a
+   * free lock while others wait; a release wakes the oldest waiter to
+   * compete; a thread hands the lock to the oldest waiter after a slice
+   * (4,096 grants or 0.5 ms while others wait), and a waiter that has waited
+   * 1 ms gets it handed over. `true`: strict FIFO hand-off at every release,
+   * at the cost of one wake-up per grant under contention. Every thread
+   * must open one lock word in the same mode (the handle carries it).
    */
-  fair?: boolean
+  fifo?: boolean
 }
 
 /** Options of the blocking calls (`lock()`, `acquireSync()`, `waitSync()`…). */
@@ -290,14 +291,15 @@ export type Release = {
 } & { readonly [K in DisposeSymbol]: () => void }
 
 /**
- * A fair lock that works across worker threads and, through its promise
- * API, between the async tasks of one thread. The lock is one Int32 in a
+ * A lock that works across worker threads and, through its promise API,
+ * between the async tasks of one thread. The lock is one Int32 in a
  * SharedArrayBuffer; every thread that opens the same memory gets the same
  * lock.
  *
- * Requests are granted in the order they started waiting (FIFO), across all
- * threads and whether they came through {@link AsyncLock.lock} or
- * {@link AsyncLock.acquire}. Ownership belongs to a thread, not to an async
+ * By default it is fast and fair over time (see {@link AsyncLockOptions});
+ * the requests of one thread are granted in the order the thread made them.
+ * With `{ fifo: true }` requests are granted in the order they started
+ * waiting, across all threads. Ownership belongs to a thread, not to an async
  * task: any code running in the holding thread may release the lock.
  */
 export declare class AsyncLock {
@@ -330,8 +332,8 @@ export declare class AsyncLock {
   readonly buffer: SharedArrayBuffer
   /** The byte offset of the lock word in {@link AsyncLock.buffer}. */
   readonly byteOffset: number
-  /** `false` in the throughput mode (see {@link AsyncLockOptions}). */
-  readonly fair: boolean
+  /** `true` in strict FIFO mode (see {@link AsyncLockOptions}). */
+  readonly fifo: boolean
   /** Whether some thread holds the lock at this moment. */
   readonly locked: boolean
   /** The `threadId` of the thread holding the lock, or `null` when free. */

@@ -2,67 +2,89 @@
 
 // AsyncLock: an owner-aware lock in one Int32 of a SharedArrayBuffer.
 //
-// Lock word (see src/waiters.h): 0 is free; otherwise the low 29 bits hold
-// the owner's thread id + 1, bit 29 says the owner took the lock over from a
-// thread that died holding it, and bit 30 says that waiters are queued. An
-// uncontended acquire (0 -> id) and release (id -> 0) are one
-// compare-exchange each, here in JavaScript; anything else goes to the
-// native waiter list.
+// Lock word (src/waiters.h): 0 is free; otherwise the low 29 bits hold the
+// owner's thread id + 1, bit 29 says the owner took the lock over from a
+// thread that died holding it, bit 30 that waiters are queued in the core,
+// and bit 31 that one of them was woken and is on its way. An uncontended
+// acquire (0 -> id) and release (id -> 0) are one compare-exchange each,
+// here in JavaScript.
 //
-// Fair mode (the default): a release hands the lock directly to the oldest
-// waiter, so the word never reads free while somebody waits and nobody can
-// barge in: grants are FIFO across threads.
+// The default policy is eventual fairness. A running thread may take a free
+// lock even while others sleep, and the release that frees it wakes the
+// oldest waiter to compete, unless one is already on its way, in which case
+// the release is a compare-exchange too. Every thread that holds the lock
+// while others wait counts its slice (SLICE_GRANTS grants or SLICE_MS,
+// whichever ends first), and the release that ends the slice hands the lock
+// straight to the oldest waiter. The core also hands it over to a waiter
+// that has waited longer than a millisecond. So a hot loop runs at
+// uncontended speed for a slice, and the threads take turns.
 //
-// Throughput mode ({ fair: false }): a release frees the word and wakes the
-// oldest blocked waiter, which competes with running threads; a running
-// thread may take the lock again at once (a word with no owner is free even
-// with the waiters bit set). A waiter that has waited a millisecond or more,
-// and an async one, still gets the lock handed over, so nobody starves.
+// A thread's own promise requests stay in order: only the oldest goes to the
+// core, the others wait in this object's ThreadQueue, and a release passes
+// the lock to the thread's next request directly while its slice lasts.
+//
+// { fifo: true } opens the lock in strict FIFO hand-off instead: every
+// release with waiters hands the lock to the oldest, so nobody ever barges,
+// at the cost of one wake-up per grant.
 
 const g = require('./gate')
 const { describe } = require('./atomics')
 const { binding, selfId } = require('./native')
 const { LockError, codes } = require('./errors')
+const { ThreadQueue, Request } = require('./ThreadQueue')
 
 const ID_MASK = 0x1fffffff
 const OWNER_DIED_BIT = 0x20000000
+const WAITERS_BIT = 0x40000000
+const WOKEN_BIT = 0x80000000 | 0
 
-// Native result codes and the throughput flag (src/waiters.h).
+// Native result codes and release flags (src/waiters.h).
 const ACQUIRED = 5
 const OWNER_DIED = 6
 const BARGE = 1
+const HANDOFF = 2
+
+// A slice: how long a thread may keep taking the lock while others wait.
+const SLICE_GRANTS = 4096
+const SLICE_MS = 0.5
+
+const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
 
 const { compareExchange, load } = Atomics
 
 function readMode (options, where) {
-  if (options === undefined) return true
+  if (options === undefined) return false
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`${where}: options must be an object, received ${describe(options)}`)
   }
-  const { fair = true } = options
-  if (typeof fair !== 'boolean') {
-    throw new TypeError(`${where}: options.fair must be a boolean, received ${describe(fair)}`)
+  const { fifo = false } = options
+  if (typeof fifo !== 'boolean') {
+    throw new TypeError(`${where}: options.fifo must be a boolean, received ${describe(fifo)}`)
   }
-  return fair
+  return fifo
 }
 
 class AsyncLock {
   #i32
   #buffer
   #byteOffset
-  #fair
+  #fifo
   #flags
+  #queue = new ThreadQueue()
+  #streak = 0 // grants taken in a row while others waited
+  #sliceEnd = 0 // performance.now() when the slice ends
+  #drop = (req, err) => this.#dropRequest(req, err)
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
    * @param {number} [byteOffset=0] a multiple of 4
-   * @param {{ fair?: boolean }} [options] every user of one lock word must
-   *   open it in the same mode; `handle` carries it
+   * @param {{ fifo?: boolean }} [options] every user of one lock word must
+   *   open it with the same `fifo`; `handle` carries it
    */
   constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0, options = undefined) {
     g.validateSlot(buffer, byteOffset, 4, 'AsyncLock')
-    this.#fair = readMode(options, 'AsyncLock')
-    this.#flags = this.#fair ? 0 : BARGE
+    this.#fifo = readMode(options, 'AsyncLock')
+    this.#flags = this.#fifo ? 0 : BARGE
     this.#buffer = buffer
     this.#byteOffset = byteOffset
     this.#i32 = new Int32Array(buffer, byteOffset, 1)
@@ -72,19 +94,18 @@ class AsyncLock {
   static from (handle) {
     const { buffer, byteOffset } = g.readHandle(handle, 'AsyncLock.from')
     g.validateSlot(buffer, byteOffset, 4, 'AsyncLock.from')
-    const fair = handle.fair === undefined ? true : handle.fair
-    return new AsyncLock(buffer, byteOffset, { fair })
+    return new AsyncLock(buffer, byteOffset, { fifo: handle.fifo === undefined ? false : handle.fifo })
   }
 
   /** A structured-clonable description of the lock. */
   get handle () {
-    return { buffer: this.#buffer, byteOffset: this.#byteOffset, fair: this.#fair }
+    return { buffer: this.#buffer, byteOffset: this.#byteOffset, fifo: this.#fifo }
   }
 
   get buffer () { return this.#buffer }
   get byteOffset () { return this.#byteOffset }
-  /** false in the throughput mode. */
-  get fair () { return this.#fair }
+  /** true for strict FIFO hand-off. */
+  get fifo () { return this.#fifo }
 
   /** Whether some thread holds the lock. */
   get locked () {
@@ -99,7 +120,9 @@ class AsyncLock {
 
   /** How many requests (sync or async, all threads) wait for the lock. */
   get waiting () {
-    return binding.waiterCount(this.#i32, 0)
+    const first = this.#queue.first
+    const local = first !== null && first.native ? this.#queue.size - 1 : this.#queue.size
+    return binding.waiterCount(this.#i32, 0) + local
   }
 
   /**
@@ -111,28 +134,30 @@ class AsyncLock {
     return (load(this.#i32, 0) & OWNER_DIED_BIT) !== 0
   }
 
-  // The compare-exchange acquire. In the throughput mode a word without an
-  // owner is free even while the waiters bit is set.
+  // The compare-exchange acquire. Outside the FIFO mode a word without an
+  // owner is free even while waiters are queued.
   #fast () {
     const v = compareExchange(this.#i32, 0, 0, selfId)
     if (v === 0) return true
-    return !this.#fair && (v & ID_MASK) === 0 &&
+    return !this.#fifo && (v & ID_MASK) === 0 &&
       compareExchange(this.#i32, 0, v, v | selfId) === v
   }
 
   /** Blocks this thread until it holds the lock. */
   lock (options) {
-    if (options === undefined && this.#fast()) return
-    const timeout = g.readSyncOptions(options, 'lock')
-    if (this.#fast()) return
-    if ((load(this.#i32, 0) & ID_MASK) === selfId) {
-      throw new LockError(codes.EDEADLK, 'lock: this thread already holds the lock, so a blocking lock() would never return')
+    if (options === undefined && this.#queue.size === 0 && this.#fast()) return
+    const timeout = g.readSyncOptions(options, 'AsyncLock.lock')
+    if (this.#queue.size === 0 && this.#fast()) return
+    if ((load(this.#i32, 0) & ID_MASK) === selfId || this.#queue.size !== 0) {
+      throw new LockError(codes.EDEADLK, 'AsyncLock.lock: this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
     }
-    g.gateSync(this.#i32, 0, g.GATE_LOCK, this.#flags, timeout, 'lock')
+    g.gateSync(this.#i32, 0, g.GATE_LOCK, this.#flags, timeout, 'AsyncLock.lock')
+    this.#streak = 0
   }
 
   /** Takes the lock if that is possible without waiting. */
   tryLock () {
+    if (this.#queue.size !== 0) return false // this thread's older requests come first
     if (this.#fast()) return true
     if ((load(this.#i32, 0) & ID_MASK) === selfId) return false
     const r = binding.gateAcquire(this.#i32, 0, g.GATE_LOCK, selfId, this.#flags, 0)
@@ -141,27 +166,105 @@ class AsyncLock {
 
   /** Releases the lock held by this thread. */
   unlock () {
-    if (compareExchange(this.#i32, 0, selfId, 0) === selfId) return
-    const owner = this.owner
-    if (owner !== selfId - 1) {
-      throw new LockError(codes.ENOTOWNER, owner === null
-        ? 'unlock: the lock is not held'
-        : `unlock: called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
+    const queue = this.#queue
+    if (queue.size === 0 || queue.first.native) {
+      const v = compareExchange(this.#i32, 0, selfId, 0)
+      if (v === selfId) {
+        this.#streak = 0
+        return
+      }
+      this.#checkOwner(v)
+      this.#release(v, 0)
+      return
     }
-    g.gateRelease(this.#i32, 0, g.GATE_LOCK, this.#flags, 'unlock')
+    const v = load(this.#i32, 0)
+    this.#checkOwner(v)
+    const next = queue.first
+    queue.remove(next)
+    if ((v & OWNER_DIED_BIT) === 0 && this.#sliceLeft(v)) {
+      this.#grant(next, false) // this thread keeps the lock
+      return
+    }
+    this.#release(v, HANDOFF)
+    this.#send(next)
   }
 
-  #release (ownerDied) {
-    return g.makeRelease(() => this.unlock(), ownerDied)
+  #checkOwner (v) {
+    if ((v & ID_MASK) === selfId) return
+    const owner = (v & ID_MASK) === 0 ? null : (v & ID_MASK) - 1
+    throw new LockError(codes.ENOTOWNER, owner === null
+      ? 'AsyncLock.unlock: the lock is not held'
+      : `AsyncLock.unlock: called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
+  }
+
+  // Whether this thread's slice lets it keep the lock; counts one grant.
+  #sliceLeft (v) {
+    if ((v & WAITERS_BIT) === 0) return true
+    const s = ++this.#streak
+    if (s === 1) this.#sliceEnd = performance.now() + SLICE_MS
+    else if (s >= SLICE_GRANTS || ((s & 63) === 0 && performance.now() >= this.#sliceEnd)) {
+      this.#streak = 0
+      return false
+    }
+    return true
+  }
+
+  // Frees the word `v` (held by this thread with some bit set). Within the
+  // slice, and with nobody to wake, that is a compare-exchange; otherwise
+  // the core wakes or (HANDOFF, FIFO mode) hands over to the oldest waiter.
+  #release (v, handoff) {
+    if (!this.#fifo && handoff === 0 && (v & OWNER_DIED_BIT) === 0) {
+      if ((v & WAITERS_BIT) !== 0 && !this.#sliceLeft(v)) {
+        handoff = HANDOFF
+      } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
+        compareExchange(this.#i32, 0, v, v & ~ID_MASK) === v) {
+        return
+      }
+    }
+    g.gateRelease(this.#i32, 0, g.GATE_LOCK, this.#flags | handoff, 'AsyncLock.unlock')
+  }
+
+  // Resolves `req`, whose thread now holds the lock.
+  #grant (req, ownerDied) {
+    req.resolve(g.makeRelease(() => this.unlock(), ownerDied))
+  }
+
+  // A request waiting in this thread's queue ended by its timer or signal.
+  #dropRequest (req, err) {
+    if (this.#queue.remove(req)) req.reject(err)
+  }
+
+  // Sends `req`, first in this thread's queue, to the core.
+  #send (req) {
+    req.native = true
+    this.#queue.unwatch(req)
+    const o = req.options
+    const timeout = g.remaining(req.deadline)
+    const p = timeout === 0 && o.timeout !== 0
+      ? Promise.reject(g.timeoutError(o.timeout, req.where))
+      : g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#flags,
+        timeout === o.timeout ? o : { ...o, timeout }, req.where)
+    p.then((ownerDied) => {
+      this.#queue.remove(req)
+      this.#streak = 0
+      this.#grant(req, ownerDied)
+    }, (err) => {
+      this.#queue.remove(req)
+      req.reject(err)
+      // The next request of this thread competes now, unless this thread
+      // holds the lock, whose release passes it on.
+      const next = this.#queue.first
+      if (next !== null && (load(this.#i32, 0) & ID_MASK) !== selfId) this.#send(next)
+    })
   }
 
   /**
    * Resolves with a release function once this thread holds the lock.
-   * Requests are granted in FIFO order across all threads (fair mode).
+   * A thread's requests are granted in the order it made them.
    */
   acquire (options) {
     try {
-      return this.#acquire(options, 'acquire')
+      return this.#acquire(options, 'AsyncLock.acquire')
     } catch (err) {
       // Bad options, a throwing option getter or a wrong receiver: a
       // promise-returning method reports every failure through its promise.
@@ -172,16 +275,32 @@ class AsyncLock {
   // The promise API's common path; `where` names the public method in
   // error messages. May throw synchronously on bad options.
   #acquire (options, where) {
-    if (options === undefined && this.#fast()) return Promise.resolve(this.#release(this.ownerDied))
-    const o = g.readAsyncOptions(options, where, true)
+    const idle = this.#queue.size === 0
+    if (options === undefined && idle && this.#fast()) {
+      return Promise.resolve(g.makeRelease(() => this.unlock(), this.ownerDied))
+    }
+    const o = options === undefined ? NO_OPTIONS : g.readAsyncOptions(options, where, true)
     if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
-    if (this.#fast()) return Promise.resolve(this.#release(this.ownerDied))
+    if (idle && this.#fast()) return Promise.resolve(g.makeRelease(() => this.unlock(), this.ownerDied))
     if (!o.blocking || o.timeout === 0) {
-      if (this.tryLock()) return Promise.resolve(this.#release(this.ownerDied))
+      if (this.tryLock()) return Promise.resolve(g.makeRelease(() => this.unlock(), this.ownerDied))
       return Promise.reject(o.blocking ? g.timeoutError(0, where) : g.busyError(where))
     }
-    return g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#flags, o, where)
-      .then((ownerDied) => this.#release(ownerDied))
+    if (this.#fifo) {
+      return g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#flags, o, where)
+        .then((ownerDied) => g.makeRelease(() => this.unlock(), ownerDied))
+    }
+    return new Promise((resolve, reject) => {
+      const req = new Request(o, where, resolve, reject)
+      // While this thread holds the lock or has older requests, the
+      // request waits here for the release that passes the lock on.
+      if (idle && (load(this.#i32, 0) & ID_MASK) !== selfId) {
+        this.#queue.push(req, undefined)
+        this.#send(req)
+      } else {
+        this.#queue.push(req, this.#drop)
+      }
+    })
   }
 
   // Runs `callback` holding the lock, releasing it however it ends.
@@ -190,7 +309,7 @@ class AsyncLock {
       throw new TypeError(`${where}: callback must be a function, received ${describe(callback)}`)
     }
     // Uncontended: skip the release function and the promise of acquire().
-    if (options !== undefined || !this.#fast()) {
+    if (options !== undefined || this.#queue.size !== 0 || !this.#fast()) {
       const release = await this.#acquire(options, where)
       try {
         return await callback()
@@ -214,7 +333,7 @@ class AsyncLock {
    */
   runExclusive (callback, options) {
     try {
-      return this.#run(callback, options, 'runExclusive')
+      return this.#run(callback, options, 'AsyncLock.runExclusive')
     } catch (err) {
       return Promise.reject(err) // a wrong receiver
     }
@@ -223,7 +342,7 @@ class AsyncLock {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      return this.#run(f, undefined, 'executeLocked')
+      return this.#run(f, undefined, 'AsyncLock.executeLocked')
     } catch (err) {
       return Promise.reject(err)
     }

@@ -453,7 +453,7 @@ tl__named_deliver(napi_env env, tl_env_t *e, tl_named_node_t *nn)
   napi_close_handle_scope(env, scope);
 }
 
-/* Env thread: a throughput-mode release woke the lock request `n` without
+/* Env thread: a barging-mode release woke the lock request `n` without
  * handing it the lock. Competes for it again; returns 1 if the request went
  * back to the front of the queue (still pending), else 0 with *state set
  * for the resolution. Past its deadline it only tries once. */
@@ -462,17 +462,19 @@ tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
 {
   int r;
 
-  if (n->deadline != UINT64_MAX && tl_now_ns() >= n->deadline) {
-    r = tl_gate_acquire((int32_t *)n->w.addr, n->w.gate, n->w.lock_id,
-                        n->w.amount, 0, NULL);
-  } else {
-    r = tl_gate_retry_async(&n->w);
-    if (r == TL_RESULT_PENDING) {
-      if (n->deadline != UINT64_MAX && n->heap_index == TL_NO_HEAP &&
-          tl__heap_push(e, n) == 0 && n->heap_index == 0)
-        tl__arm_timer(e);
-      return 1;
+  r = tl_gate_retry_async(&n->w);
+  if (r == TL_RESULT_PENDING) {
+    /* Past its deadline it only tries once. It was woken, so it must try
+     * (that hands the word's woken bit back) before it may leave. */
+    if (n->deadline != UINT64_MAX && tl_now_ns() >= n->deadline &&
+        tl_cancel(&n->w, TL_TIMED_OUT)) {
+      *state = TL_TIMED_OUT;
+      return 0;
     }
+    if (n->deadline != UINT64_MAX && n->heap_index == TL_NO_HEAP &&
+        tl__heap_push(e, n) == 0 && n->heap_index == 0)
+      tl__arm_timer(e);
+    return 1;
   }
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
     n->w.owner_died = r == TL_RESULT_OWNER_DIED;

@@ -15,7 +15,8 @@ void
 tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t next = (int32_t)w->lock_id;
+  /* A waiter woken to compete may still be on its way: its bit stays. */
+  int32_t next = (int32_t)w->lock_id | (atomic_load(word) & TL_LOCK_WOKEN);
 
   if (owner_died)
     next |= TL_LOCK_OWNER_DIED;
@@ -155,13 +156,19 @@ static int
 tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t v = atomic_load(word);
+  int32_t v;
 
+  /* A woken waiter tries now: from here on a release wakes the next one. */
+  if (w->woken) {
+    w->woken = 0;
+    atomic_fetch_and(word, ~TL_LOCK_WOKEN);
+  }
+  v = atomic_load(word);
   for (;;) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
 
-    /* In the throughput mode a word without an owner is free even while
-     * waiters are queued (their bit stays); in the fair mode that state
+    /* In the barging mode a word without an owner is free even while
+     * waiters are queued (their bit stays); in the FIFO mode that state
      * never occurs, since releases hand the lock over. */
     if (v == 0 || (owner == 0 && (w->amount & TL_LOCK_BARGE))) {
       if (atomic_compare_exchange_weak(word, &v, v | (int32_t)w->lock_id))
@@ -175,7 +182,8 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
       if (first == NULL) {
         /* Nobody queued: take over. Gate waiters only write a word with an
          * owner set under this lock, so a plain store is safe. */
-        atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED));
+        atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED) |
+                               (v & TL_LOCK_WOKEN));
         return TL_RESULT_OWNER_DIED;
       }
       /* Queued waiters come first: the oldest takes over, we queue. */
@@ -267,7 +275,7 @@ tl__valid_gate(int gate, uint32_t id, uint32_t amount)
 {
   if (gate == TL_GATE_SEM)
     return amount <= TL_SEM_MASK;
-  if (gate == TL_GATE_LOCK && amount > TL_LOCK_BARGE)
+  if (gate == TL_GATE_LOCK && amount > (TL_LOCK_BARGE | TL_LOCK_HANDOFF))
     return 0;
   return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
           gate == TL_GATE_WRITE) &&
@@ -357,13 +365,55 @@ tl_gate_retry_async(tl_waiter_t *w)
   return r;
 }
 
+/* Wakes `first`, the oldest lock waiter on `word`, to compete for the word
+ * that the caller just freed or is about to free, and marks the word so
+ * that releases wake nobody else until `first` has tried. Expects b->lock. */
+static void
+tl__lock_wake(tl_bucket_t *b, _Atomic int32_t *word, tl_waiter_t *first)
+{
+  tl__unlink(b, first);
+  first->granted = 0;
+  first->woken = 1;
+  atomic_fetch_or(word, TL_LOCK_WOKEN);
+  if (tl__next_gate_waiter(b->head, first->addr) == NULL)
+    atomic_fetch_and(word, ~TL_GATE_WAITERS);
+  tl__finish(first, TL_NOTIFIED);
+}
+
+/* Releases the lock word `word`, read as `v` and owned by the caller.
+ * Expects b->lock. While the word has an owner only the owner and the core
+ * under this lock change it, so plain stores cannot lose an update. */
+static int
+tl__lock_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
+                        uint32_t amount)
+{
+  tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
+
+  if (first == NULL) {
+    /* A woken waiter may still be on its way; its bit stays. */
+    atomic_store(word, v & TL_LOCK_WOKEN);
+  } else if (!(amount & TL_LOCK_BARGE) || (amount & TL_LOCK_HANDOFF) ||
+             tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
+    /* Direct hand-off: the word never becomes free while `first` waits,
+     * so nobody can barge in. In the FIFO mode this is every release. */
+    tl__unlink(b, first);
+    tl__grant(b, first, 0);
+  } else if (v & TL_LOCK_WOKEN) {
+    /* Somebody is already on the way: free the word and wake nobody. */
+    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
+  } else {
+    atomic_store(word, TL_GATE_WAITERS);
+    tl__lock_wake(b, word, first);
+  }
+  return 0;
+}
+
 /* tl_gate_release with b->lock held. */
 static int
 tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
                         uint32_t amount)
 {
   _Atomic int32_t *aword = (_Atomic int32_t *)word;
-  tl_waiter_t *first;
   int32_t v = atomic_load(aword);
   int r = 0;
 
@@ -373,25 +423,7 @@ tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
       r = TL_ENOTOWNER;
       break;
     }
-    first = tl__next_gate_waiter(b->head, (uintptr_t)word);
-    if (first == NULL) {
-      atomic_store(aword, 0);
-    } else if ((amount & TL_LOCK_BARGE) &&
-               tl_now_ns() - first->since < TL_LOCK_STARVING_NS) {
-      /* Throughput mode: free the word, keeping the waiters bit if more
-       * wait, and wake the oldest waiter to compete for it. */
-      tl__unlink(b, first);
-      atomic_store(aword, tl__next_gate_waiter(b->head, (uintptr_t)word)
-                              ? TL_GATE_WAITERS
-                              : 0);
-      first->granted = 0;
-      tl__finish(first, TL_NOTIFIED);
-    } else {
-      /* Direct hand-off keeps the grants in FIFO order: the word never
-       * becomes 0 while a waiter is queued, so nobody can barge in. */
-      tl__unlink(b, first);
-      tl__grant(b, first, 0);
-    }
+    r = tl__lock_release_locked(b, aword, v, amount);
     break;
   case TL_GATE_SEM:
     /* The fast paths may still run while no waiter is queued. */
@@ -441,7 +473,7 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
 }
 
 /* Gives back what the notified gate waiter `w` got but will never use: a
- * grant is released; a throughput-mode wake (no grant) passes to the next
+ * grant is released; a barging-mode wake (no grant) passes to the next
  * waiter if the lock is still free, so the queue does not stall. Expects
  * b->lock. */
 void
@@ -455,14 +487,17 @@ tl__abandon(tl_bucket_t *b, tl_waiter_t *w)
                             w->amount);
     return;
   }
-  if (w->gate != TL_GATE_LOCK || (atomic_load(word) & TL_LOCK_ID_MASK) != 0 ||
-      (first = tl__next_gate_waiter(b->head, w->addr)) == NULL)
+  if (w->gate != TL_GATE_LOCK || !w->woken)
     return;
-  tl__unlink(b, first);
-  if (tl__next_gate_waiter(b->head, w->addr) == NULL)
-    atomic_fetch_and(word, ~TL_GATE_WAITERS);
-  first->granted = 0;
-  tl__finish(first, TL_NOTIFIED);
+  /* A woken waiter that will never try: give its bit back, and wake the
+   * next waiter if the word is still free, so that the queue moves on. The
+   * word may be free, and running threads then change it: atomic updates
+   * only. */
+  w->woken = 0;
+  atomic_fetch_and(word, ~TL_LOCK_WOKEN);
+  if ((atomic_load(word) & TL_LOCK_ID_MASK) == 0 &&
+      (first = tl__next_gate_waiter(b->head, w->addr)) != NULL)
+    tl__lock_wake(b, word, first);
 }
 
 void

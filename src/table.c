@@ -294,6 +294,7 @@ tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
   sw->base.owner_died = 0;
   sw->base.granted = 0;
   sw->base.requeue = 0;
+  sw->base.woken = 0;
   sw->base.since = 0;
   sw->base.parked = 0;
   sw->base.is_async = 0;
@@ -334,6 +335,7 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
   w->owner_died = 0;
   w->granted = 0;
   w->requeue = 0;
+  w->woken = 0;
   w->since = 0;
   w->parked = 0;
   w->is_async = 1;

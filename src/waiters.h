@@ -50,12 +50,21 @@ enum {
 #define TL_RW_WRITER 0x20000000
 #define TL_RW_MASK 0x1fffffff
 
-/* `amount` of a TL_GATE_LOCK request or release: the throughput mode. A
- * release then frees the word and wakes the oldest waiter, which competes
- * with running threads (first in line if it loses), instead of handing the
- * lock to it; a waiter that has waited TL_LOCK_STARVING_NS or longer still
- * gets it handed over. All users of a word must agree on its mode. */
+/* Bit 31 of a lock word in the barging mode: a release woke the oldest
+ * waiter to compete for the word, and it has not tried yet. While it is set
+ * a release wakes nobody else, so the owner may free the word with a
+ * compare-exchange; the woken waiter clears it when it tries. */
+#define TL_LOCK_WOKEN ((int32_t)0x80000000u)
+
+/* `amount` of a TL_GATE_LOCK request or release. TL_LOCK_BARGE is the
+ * mode (all users of a word must agree): a release frees the word and wakes
+ * the oldest waiter to compete with running threads, which may take the
+ * word while waiters sleep; without it every release with waiters hands the
+ * lock to the oldest (strict FIFO). TL_LOCK_HANDOFF on a barging release
+ * hands the lock over anyway: the owner's slice is over. A waiter that has
+ * waited TL_LOCK_STARVING_NS or longer is handed the lock too. */
 #define TL_LOCK_BARGE 1
+#define TL_LOCK_HANDOFF 2
 #define TL_LOCK_STARVING_NS 1000000
 
 /* What a gate waiter waits to take. */
@@ -100,6 +109,9 @@ struct tl_waiter_s {
   uint8_t owner_died;  /* lock waiters: set under the lock with NOTIFIED */
   uint8_t granted;     /* gate waiters: NOTIFIED with the gate handed over */
   uint8_t requeue;     /* sync lock waiters: enqueue at the front */
+  uint8_t woken;       /* lock waiters: woken to compete, owes the word its
+                          TL_LOCK_WOKEN bit back; protected by the bucket
+                          lock */
   uint64_t since;      /* gate waiters: when the request first queued */
   uint8_t parked;      /* sync waiters: protected by the bucket lock */
   uint8_t is_async;    /* immutable */

@@ -1,7 +1,8 @@
 'use strict'
 
-// AsyncLock in the throughput mode ({ fair: false }): still a lock (exact
-// counts across threads), still owner-aware, and no waiter starves.
+// AsyncLock's default policy (running threads may barge, slices end in a
+// hand-off): still a lock (exact counts across threads), still owner-aware,
+// and no waiter starves.
 
 const assert = require('assert')
 const path = require('path')
@@ -17,20 +18,20 @@ function exited (worker) {
   })
 }
 
-describe('AsyncLock throughput mode', () => {
-  it('is chosen by { fair: false } and travels in the handle', () => {
-    const lock = new AsyncLock(new SharedArrayBuffer(4), 0, { fair: false })
-    assert.strictEqual(lock.fair, false)
-    assert.strictEqual(lock.handle.fair, false)
-    assert.strictEqual(AsyncLock.from(structuredClone(lock.handle)).fair, false)
-    assert.strictEqual(new AsyncLock().fair, true)
-    assert.strictEqual(AsyncLock.from({ buffer: lock.buffer }).fair, true)
-    assert.throws(() => new AsyncLock(new SharedArrayBuffer(4), 0, { fair: 'no' }), TypeError)
+describe('AsyncLock default policy', () => {
+  it('is the default; { fifo: true } picks strict FIFO, and the handle carries the choice', () => {
+    const lock = new AsyncLock(new SharedArrayBuffer(4), 0, { fifo: true })
+    assert.strictEqual(lock.fifo, true)
+    assert.strictEqual(lock.handle.fifo, true)
+    assert.strictEqual(AsyncLock.from(structuredClone(lock.handle)).fifo, true)
+    assert.strictEqual(new AsyncLock().fifo, false)
+    assert.strictEqual(AsyncLock.from({ buffer: lock.buffer }).fifo, false)
+    assert.throws(() => new AsyncLock(new SharedArrayBuffer(4), 0, { fifo: 'no' }), TypeError)
     assert.throws(() => new AsyncLock(new SharedArrayBuffer(4), 0, null), TypeError)
   })
 
-  it('keeps the owner checks of the fair mode', async () => {
-    const lock = new AsyncLock(undefined, 0, { fair: false })
+  it('keeps the owner checks of the FIFO mode', async () => {
+    const lock = new AsyncLock()
     assert.throws(() => lock.unlock(), (err) => err instanceof LockError && err.code === 'ENOTOWNER')
     lock.lock()
     assert.throws(() => lock.lock(), (err) => err.code === 'EDEADLK')
@@ -48,13 +49,15 @@ describe('AsyncLock throughput mode', () => {
 
   it('excludes: a non-atomic counter of the main thread and 3 workers ends exact, and nobody starves', async function () {
     this.timeout(60000)
-    const lock = new AsyncLock(new SharedArrayBuffer(4), 0, { fair: false })
+    const lock = new AsyncLock(new SharedArrayBuffer(4))
     const shared = new Int32Array(new SharedArrayBuffer(12))
     const threads = 4
     const max = 4000
     const workers = [1, 2, 3].map(() => new Worker(WORKER, {
       workerData: { handle: lock.handle, shared: shared.buffer, threads, max }
     }))
+    // Every listener is attached before the worker can post or exit.
+    const exits = workers.map(exited)
     const results = workers.map((w) => new Promise((resolve, reject) => {
       w.once('message', resolve)
       w.once('error', reject)
@@ -74,7 +77,7 @@ describe('AsyncLock throughput mode', () => {
       mine++
     }
     const counts = await Promise.all(results)
-    await Promise.all(workers.map(exited))
+    await Promise.all(exits)
     const total = counts.reduce((sum, r) => sum + r.mine, mine)
     assert.strictEqual(shared[0], total, 'lost updates: the lock did not exclude')
     assert.strictEqual(total, threads * max)

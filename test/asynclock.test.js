@@ -57,10 +57,10 @@ describe('AsyncLock (one thread)', () => {
       const sab = new SharedArrayBuffer(8)
       const lock = track(new AsyncLock(sab, 4))
       const handle = lock.handle
-      assert.deepStrictEqual(Object.keys(handle).sort(), ['buffer', 'byteOffset', 'fair'])
+      assert.deepStrictEqual(Object.keys(handle).sort(), ['buffer', 'byteOffset', 'fifo'])
       assert.strictEqual(handle.buffer, sab)
       assert.strictEqual(handle.byteOffset, 4)
-      assert.strictEqual(handle.fair, true)
+      assert.strictEqual(handle.fifo, false)
       // The handle survives structured cloning, as in postMessage.
       const copy = AsyncLock.from(structuredClone(handle))
       lock.lock()

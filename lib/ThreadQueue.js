@@ -1,0 +1,99 @@
+'use strict'
+
+// The promise requests that one thread made for one lock word and that wait,
+// oldest first.
+//
+// Only the oldest of them is queued in the native core, where it competes
+// with the other threads; the rest wait here. So a thread's requests are
+// granted in the order it made them, whatever the lock's policy across
+// threads, and a thread that holds the lock can pass it to its own next
+// request without a trip through the core or its event loop.
+//
+// A request waiting here carries its own timer (for `timeout`) and abort
+// listener (for `signal`), and while one with `ref` waits here the queue keeps
+// the event loop alive; once a request is sent to the core, the core's
+// timeout, withdrawal and reference take over.
+
+const g = require('./gate')
+
+class Request {
+  constructor (options, where, resolve, reject) {
+    this.options = options
+    this.where = where
+    this.resolve = resolve
+    this.reject = reject
+    this.deadline = g.deadlineOf(options.timeout)
+    this.native = false // sent to the core, which now times or withdraws it
+    this.watched = false // timer, listener and reference are this queue's
+    this.timer = undefined
+    this.onAbort = undefined
+    this.prev = null
+    this.next = null
+  }
+}
+
+const FOREVER = 0x7fffffff
+function noop () {}
+
+class ThreadQueue {
+  #head = null
+  #tail = null
+  #size = 0
+  #refs = 0 // watched requests with `ref`
+  #keepAlive = undefined // a timer that holds the event loop open
+
+  get size () { return this.#size }
+  get first () { return this.#head }
+
+  /**
+   * Appends `req`. Unless it goes to the core at once (`drop` undefined),
+   * its timer and signal call `drop(req, err)`.
+   */
+  push (req, drop) {
+    req.prev = this.#tail
+    if (this.#tail === null) this.#head = req
+    else this.#tail.next = req
+    this.#tail = req
+    this.#size++
+    if (drop === undefined) return
+    const { timeout, signal, ref } = req.options
+    req.watched = true
+    if (timeout !== Infinity) {
+      req.timer = setTimeout(() => drop(req, g.timeoutError(timeout, req.where)), timeout)
+      req.timer.unref()
+    }
+    if (signal !== undefined) {
+      req.onAbort = () => drop(req, g.abortError(signal))
+      signal.addEventListener('abort', req.onAbort, { once: true })
+    }
+    if (ref && this.#refs++ === 0) this.#keepAlive = setInterval(noop, FOREVER)
+  }
+
+  /** Stops the timer, listener and reference of a request sent on. */
+  unwatch (req) {
+    if (!req.watched) return
+    req.watched = false
+    if (req.timer !== undefined) clearTimeout(req.timer)
+    if (req.onAbort !== undefined) req.options.signal.removeEventListener('abort', req.onAbort)
+    req.timer = req.onAbort = undefined
+    if (req.options.ref && --this.#refs === 0) {
+      clearInterval(this.#keepAlive)
+      this.#keepAlive = undefined
+    }
+  }
+
+  /** Unlinks `req` and stops its timer and listener; false if not queued. */
+  remove (req) {
+    if (req.prev === null && this.#head !== req) return false
+    if (req.prev === null) this.#head = req.next
+    else req.prev.next = req.next
+    if (req.next === null) this.#tail = req.prev
+    else req.next.prev = req.prev
+    req.prev = req.next = null
+    this.#size--
+    this.unwatch(req)
+    return true
+  }
+}
+
+module.exports = { ThreadQueue, Request }
