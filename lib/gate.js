@@ -107,10 +107,9 @@ function readAsyncOptions (options, where, allowBlocking) {
   if (typeof ref !== 'boolean') {
     throw new TypeError(`${where}: options.ref must be a boolean, received ${describe(ref)}`)
   }
-  if (!blocking && timeout !== undefined) {
-    throw new TypeError(`${where}: options.timeout cannot be combined with blocking: false`)
-  }
-  return { blocking, timeout: t, signal, ref }
+  // As in the promise lock of "JavaScriptでロックを実装する": a timeout
+  // applies to blocking requests only; a non-blocking attempt ignores it.
+  return { blocking, timeout: blocking ? t : 0, signal, ref }
 }
 
 function readCallback (callback, where) {

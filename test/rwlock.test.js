@@ -256,7 +256,7 @@ describe('RWLock (one thread)', () => {
       ['acquireWrite signal "x"', (rw) => rw.acquireWrite({ signal: 'x' }), TypeError, /signal/],
       ['acquireWrite blocking 0', (rw) => rw.acquireWrite({ blocking: 0 }), TypeError, /blocking/],
       ['acquireWrite ref "no"', (rw) => rw.acquireWrite({ ref: 'no' }), TypeError, /ref/],
-      ['acquireRead blocking false + timeout', (rw) => rw.acquireRead({ blocking: false, timeout: 1 }), TypeError, /timeout/],
+      ['acquireRead blocking false + bad timeout', (rw) => rw.acquireRead({ blocking: false, timeout: -1 }), RangeError, /timeout/],
       ['runRead(42)', (rw) => rw.runRead(42), TypeError, /callback/],
       ['runWrite(fn, timeout -1)', (rw) => rw.runWrite(() => {}, { timeout: -1 }), RangeError, /timeout/]
     ]

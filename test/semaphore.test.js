@@ -296,7 +296,7 @@ describe('Semaphore (one thread)', () => {
       ['acquire signal {}', (s) => s.acquire(1, { signal: {} }), TypeError, /signal/],
       ['acquire blocking "no"', (s) => s.acquire(1, { blocking: 'no' }), TypeError, /blocking/],
       ['acquire ref 1', (s) => s.acquire(1, { ref: 1 }), TypeError, /ref/],
-      ['acquire blocking false + timeout', (s) => s.acquire(1, { blocking: false, timeout: 5 }), TypeError, /timeout/],
+      ['acquire blocking false + bad timeout', (s) => s.acquire(1, { blocking: false, timeout: '5' }), TypeError, /timeout/],
       ['runExclusive("f")', (s) => s.runExclusive('f'), TypeError, /callback/],
       ['runExclusive permits 0', (s) => s.runExclusive(() => {}, { permits: 0 }), RangeError, /permits/],
       ['runExclusive options null', (s) => s.runExclusive(() => {}, null), TypeError, /options/],
