@@ -8,6 +8,7 @@
 //
 //   node --expose-gc bench/run.js [--quick] [--only=1,3] [--spin=N]
 //                                 [--sections=table,scaling,sweep]
+//                                 [--lock-options=JSON]
 //
 // --quick       fewer rounds and shorter samples; the main table only
 // --only=...    rows whose number starts with one of these (and the scaling
@@ -15,6 +16,9 @@
 // --spin=N      threadlock's sync-wait spin for the main table and the
 //               scaling section (default: the binding's own default)
 // --sections=   which parts to run (default: all three; --quick: table)
+// --lock-options=JSON
+//               AsyncLock options for threadlock in rows 5a-5c, the scaling
+//               and the spin sweep, instead of none (the default policy)
 //
 // Progress goes to stderr, and only when stderr is a terminal.
 
@@ -32,16 +36,32 @@ const { median, setSpin, summary } = require('./common')
 
 // Command line.
 
+function parseLockOptions (text) {
+  let o
+  try {
+    o = JSON.parse(text)
+  } catch (err) {
+    process.stderr.write(`bench: --lock-options: ${err.message}\n`)
+    process.exit(2)
+  }
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) {
+    process.stderr.write('bench: --lock-options must be a JSON object\n')
+    process.exit(2)
+  }
+  return o
+}
+
 function parseArgs (argv) {
-  const opts = { quick: false, only: null, spin: null, sections: null }
+  const opts = { quick: false, only: null, spin: null, sections: null, lockOptions: null }
   for (const a of argv) {
     if (a === '--quick') opts.quick = true
     else if (a.startsWith('--sections=')) opts.sections = a.slice(11).split(',').filter(Boolean)
     else if (a.startsWith('--only=')) opts.only = a.slice(7).split(',').filter(Boolean)
     else if (a.startsWith('--spin=')) opts.spin = Number(a.slice(7))
+    else if (a.startsWith('--lock-options=')) opts.lockOptions = parseLockOptions(a.slice(15))
     else if (a === '--help' || a === '-h') {
       process.stdout.write('usage: node --expose-gc bench/run.js [--quick] [--only=1,3] ' +
-        '[--spin=N] [--sections=table,scaling,sweep]\n')
+        '[--spin=N] [--sections=table,scaling,sweep] [--lock-options=JSON]\n')
       process.exit(0)
     } else {
       process.stderr.write(`bench: unknown option ${a}\n`)
@@ -96,6 +116,11 @@ function fmt (x) {
   return x.toFixed(3)
 }
 
+// Both sides Infinity (a thread starved in both) or no anchor: no ratio.
+function fmtRatio (x) {
+  return Number.isNaN(x) ? 'n/a' : fmt(x)
+}
+
 function fmtSummary (s) {
   return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`
 }
@@ -107,6 +132,54 @@ function table (header, rows) {
   const out = [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`]
   for (const r of rows) out.push(line(r))
   return out.join('\n') + '\n'
+}
+
+// Rows 5*: one gate contended by several threads (contended.js). The lock
+// rows carry the goals of issue 11 (throughput, share and longest wait);
+// the other gates are held to the same goals, since the same policy should
+// reach them. Only the lock options of threadlock differ between 5a-5c and
+// 5f; they come from contended.POLICIES (--lock-options overrides the
+// default's for a comparison run).
+
+function contendedRows () {
+  const contended = require('./contended')
+  const durationMs = quick ? 200 : 500
+  const rounds = quick ? 3 : 5
+  const lockOptions = opts.lockOptions === null ? contended.POLICIES.default : opts.lockOptions
+  const goals = [
+    { key: 'throughput', label: 'throughput, ops/s', higher: true, target: 1.0 },
+    { key: 'share', label: 'share, max/min per thread', absolute: 1.5 },
+    { key: 'longestMs', label: 'longest wait, ms', target: 0.5 },
+    { key: 'p99Us', label: 'p99 wait, µs' }
+  ]
+  const info = goals.map(({ key, label, higher }) => ({ key, label, higher }))
+  const row = (id, workload, anchor, metrics, o) => ({
+    id,
+    workload,
+    anchor: anchor[1],
+    impls: ['threadlock', anchor[0]],
+    open: () => contended.open({ durationMs, ...o }),
+    args: [],
+    rounds,
+    metrics
+  })
+  const blogLock = ['blog', 'blog lock']
+  return [
+    row('5a', 'A: executeLocked, main + 3 workers', blogLock, goals,
+      { kind: 'lock', threads: 4, lockOptions }),
+    row('5b', 'B: executeLocked, main + 7 workers (8 threads, 2 cores)', blogLock, goals,
+      { kind: 'lock', threads: 8, lockOptions }),
+    row('5c', 'C: main executeLocked, 3 workers blocking lock()/unlock()', blogLock, goals,
+      { kind: 'lock', threads: 4, workers: 'sync', lockOptions }),
+    row('5f', `as 5a, threadlock with ${JSON.stringify(contended.POLICIES.fifo)} (FIFO hand-off)`, blogLock, info,
+      { kind: 'lock', threads: 4, lockOptions: contended.POLICIES.fifo }),
+    row('5sem', 'Semaphore(2) acquire() + release, main + 3 workers', ['blog', 'blog semaphore'], goals,
+      { kind: 'semaphore', threads: 4, permits: 2 }),
+    row('5rw', 'RWLock writers: main runWrite, 3 workers writeLock()/writeUnlock()', blogLock, goals,
+      { kind: 'rwlock', threads: 4, workers: 'sync' }),
+    row('5n', 'named locks.request(name, f), main + 3 workers', ['web', 'worker_threads.locks'], goals,
+      { kind: 'named', threads: 4 })
+  ]
 }
 
 // The main table. Each row opens a session (workers, buffers), then takes
@@ -185,45 +258,7 @@ const ROWS = [
     rounds: quick ? 5 : 11,
     metrics: [{ label: 'ns per lock+unlock', target: 1.2 }]
   },
-  {
-    id: '5',
-    workload: 'contended executeLocked, main + 3 workers, fixed time, throughput mode',
-    anchor: 'blog lock',
-    impls: ['threadlock', 'blog'],
-    open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500 }),
-    args: [],
-    rounds: quick ? 3 : 5,
-    metrics: [
-      { key: 'throughput', label: 'throughput, ops/s', higher: true, target: 1.0 },
-      { key: 'fairness', label: 'fairness, max/min share', absolute: 2 }
-    ]
-  },
-  {
-    id: '5f',
-    workload: 'as 5, threadlock in its default fair (FIFO hand-off) mode',
-    anchor: 'blog lock',
-    impls: ['threadlock', 'blog'],
-    open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500, fair: true }),
-    args: [],
-    rounds: quick ? 3 : 5,
-    metrics: [
-      { key: 'throughput', label: 'throughput, ops/s', higher: true },
-      { key: 'fairness', label: 'fairness, max/min share' }
-    ]
-  },
-  {
-    id: '5s',
-    workload: 'as 5, the workers use blocking lock()/unlock()',
-    anchor: 'blog lock',
-    impls: ['threadlock', 'blog'],
-    open: () => require('./contended').open({ threads: 4, durationMs: quick ? 200 : 500, mode: 'sync' }),
-    args: [],
-    rounds: quick ? 3 : 5,
-    metrics: [
-      { key: 'throughput', label: 'throughput, ops/s', higher: true },
-      { key: 'fairness', label: 'fairness, max/min share' }
-    ]
-  },
+  ...contendedRows(),
   {
     id: '6',
     workload: 'in-thread runExclusive, sequential awaits',
@@ -282,12 +317,15 @@ async function measure (label, session, impls, args, rounds, warmup) {
   return samples
 }
 
+// `anchor` is null when the anchor is not available: a ratio target then
+// has no verdict.
 function verdict (metric, tl, anchor) {
-  const ratio = tl.median / anchor.median
+  const ratio = anchor === null ? NaN : tl.median / anchor.median
   if (metric.absolute !== undefined) {
     return { ratio, target: `≤ ${metric.absolute} (threadlock)`, ok: tl.median <= metric.absolute }
   }
   if (metric.target === undefined) return { ratio, target: '—', ok: null }
+  if (anchor === null) return { ratio, target: `${metric.higher ? '≥' : '≤'} ${metric.target.toFixed(1)}`, ok: null }
   const t = metric.target.toFixed(1)
   if (metric.higher) return { ratio, target: `≥ ${t}`, ok: ratio >= metric.target }
   return { ratio, target: `≤ ${t}`, ok: ratio <= metric.target }
@@ -303,17 +341,19 @@ async function runTable () {
     try {
       progress(`row ${row.id}: starting`)
       session = await row.open()
-      const samples = await measure(`row ${row.id}`, session, row.impls, row.args,
+      // A session may lack an anchor that this Node does not have.
+      const impls = row.impls.filter((impl) => !session.impls || session.impls.includes(impl))
+      const samples = await measure(`row ${row.id}`, session, impls, row.args,
         row.rounds || R, row.warmup === undefined ? 1 : row.warmup)
       for (const metric of row.metrics) {
         const key = metric.key || 'value'
         const tl = summary(samples[tlName][key])
-        const an = summary(samples[anchorName][key])
+        const an = impls.includes(anchorName) ? summary(samples[anchorName][key]) : null
         const v = verdict(metric, tl, an)
         const mark = v.ok === null ? '' : v.ok ? 'pass' : 'MISS'
         if (v.ok === false) misses.push(`${row.id} ${metric.label}`)
         out.push([row.id, row.workload, metric.label, fmtSummary(tl),
-          `${fmtSummary(an)} ${row.anchor}`, fmt(v.ratio), v.target, mark])
+          `${an ? fmtSummary(an) : 'n/a'} ${row.anchor}`, fmtRatio(v.ratio), v.target, mark])
       }
     } catch (err) {
       out.push([row.id, row.workload, 'error', String(err.message).split('\n')[0], '', '', '', 'ERROR'])
@@ -324,7 +364,7 @@ async function runTable () {
   }
   progressDone()
   process.stdout.write(`\n## Side by side (${quick ? 'quick, ' : ''}median (min–max) of ` +
-    `${R} rounds unless noted; rows 3/3t/5: ${quick ? 3 : 5}, row 4: ${quick ? 5 : 11})\n\n`)
+    `${R} rounds unless noted; rows 3/3t/5*: ${quick ? 3 : 5}, row 4: ${quick ? 5 : 11})\n\n`)
   process.stdout.write(table(['#', 'workload', 'metric', 'threadlock', 'anchor', 'ratio', 'target', ''], out))
   process.stdout.write(misses.length
     ? `\nmissed: ${misses.join('; ')}\n`
@@ -359,24 +399,36 @@ async function runWaiterScaling () {
 
 async function runThreadScaling () {
   const contended = require('./contended')
+  const lockOptions = opts.lockOptions === null ? contended.POLICIES.default : opts.lockOptions
   const rows = []
-  for (const threads of [1, 2, 4, 8]) {
-    for (const mode of ['async', 'sync']) {
-      if (threads === 1 && mode === 'sync') continue
-      const session = await contended.open({ threads, durationMs: 300, mode })
-      const s = await measure(`threads ${threads} ${mode}`, session, ['threadlock', 'blog'], [], 3, 0)
-      await session.close()
+  for (const shape of ['A', 'C']) {
+    for (const threads of [2, 4, 8, 16]) {
+      const session = await contended.open({
+        kind: 'lock', threads, durationMs: 300, workers: shape === 'A' ? 'async' : 'sync', lockOptions
+      })
+      let s
+      try {
+        s = await measure(`threads ${threads} shape ${shape}`, session, ['threadlock', 'blog'], [], 3, 1)
+      } finally {
+        await session.close()
+      }
       const m = (impl, k) => median(s[impl][k])
-      rows.push([threads, mode, fmt(m('threadlock', 'throughput')), fmt(m('blog', 'throughput')),
-        fmt(m('threadlock', 'throughput') / m('blog', 'throughput')),
-        fmt(m('threadlock', 'fairness')), fmt(m('blog', 'fairness'))])
+      const ratio = (k) => fmtRatio(m('threadlock', k) / m('blog', k))
+      rows.push([threads, shape,
+        fmt(m('threadlock', 'throughput')), fmt(m('blog', 'throughput')), ratio('throughput'),
+        fmt(m('threadlock', 'share')), fmt(m('blog', 'share')),
+        fmt(m('threadlock', 'longestMs')), fmt(m('blog', 'longestMs')), ratio('longestMs'),
+        fmt(m('threadlock', 'p99Us')), fmt(m('blog', 'p99Us'))])
     }
   }
   progressDone()
   process.stdout.write('\n## Scaling: threads on the contended lock (medians of 3 × 300 ms)\n\n')
-  process.stdout.write('mode async: every thread uses executeLocked; sync: the workers use lock()/unlock()\n\n')
-  process.stdout.write(table(['threads', 'mode', 'ops/s tl', 'ops/s blog', 'ratio',
-    'fairness tl', 'fairness blog'], rows))
+  process.stdout.write('shape A: every thread uses executeLocked; C: the main thread uses executeLocked, ' +
+    'the workers lock()/unlock(). Targets as for rows 5a-5c: ops/s ratio ≥ 1.0, share tl ≤ 1.5, ' +
+    'longest wait ratio ≤ 0.5.\n\n')
+  process.stdout.write(table(['threads', 'shape', 'ops/s tl', 'ops/s blog', 'ratio',
+    'share tl', 'share blog', 'longest ms tl', 'longest ms blog', 'ratio',
+    'p99 µs tl', 'p99 µs blog'], rows))
 }
 
 // Spin sweep: threadlock under several spin settings against the anchor,
@@ -442,11 +494,12 @@ async function runSpinSweep () {
       })), 'atomics')])
   }
   if (selected('5')) {
-    for (const mode of ['sync', 'async']) {
-      rels.push([`row 5 ${mode}`, true, await sweep(`row 5 (${mode}): contended lock throughput`, 'ops/s', true,
+    const lockOptions = opts.lockOptions === null ? contended.POLICIES.default : opts.lockOptions
+    for (const [shape, workers] of [['C', 'sync'], ['A', 'async']]) {
+      rels.push([`row 5 shape ${shape}`, true, await sweep(`rows 5a/5c, shape ${shape}: contended lock throughput`, 'ops/s', true,
         [2, 4, 8].map((threads) => ({
           label: String(threads),
-          open: () => contended.open({ threads, durationMs: 200, mode }),
+          open: () => contended.open({ kind: 'lock', threads, durationMs: 200, workers, lockOptions }),
           sample: async (s, impl) => (await s.sample(impl)).throughput
         })), 'blog')])
     }
@@ -484,6 +537,7 @@ async function main () {
   process.stdout.write(`# threadlock benchmarks\n\nnode ${process.version}, ${os.platform()} ${os.arch()}, ` +
     `${cpus.length} × ${cpus[0] ? cpus[0].model.trim() : 'unknown cpu'}, ` +
     `${Math.round(os.totalmem() / 2 ** 30)} GiB; spin: ${opts.spin === null ? 'binding default' : opts.spin}` +
+    `${opts.lockOptions === null ? '' : `; lock options ${JSON.stringify(opts.lockOptions)}`}` +
     `${quick ? '; --quick' : ''}; load average at start ${loadavg()}\n`)
   const t0 = Date.now()
   if (opts.table) await runTable()
