@@ -23,6 +23,16 @@
 // core, the others wait in this object's ThreadQueue, and a release passes
 // the lock to the thread's next request directly while its slice lasts.
 //
+// An event-loop thread leaves a gap of a few hundred nanoseconds between
+// two grants (the promise jobs of `await lock.executeLocked(f)` in a loop),
+// and a thread in a tight blocking loop would take the lock in every such
+// gap. So once that happened in its slice, while others wait, a release
+// through the promise API (the release function, runExclusive,
+// executeLocked) keeps the word for RESERVE_HOPS microtasks: a request the
+// thread makes meanwhile takes it back without an atomic operation, and
+// otherwise the release happens before the thread's microtasks run out, so
+// a reservation never outlives them.
+//
 // { fifo: true } opens the lock in strict FIFO hand-off instead: every
 // release with waiters hands the lock to the oldest, so nobody ever barges,
 // at the cost of one wake-up per grant.
@@ -47,6 +57,7 @@ const HANDOFF = 2
 // A slice: how long a thread may keep taking the lock while others wait.
 const SLICE_GRANTS = 4096
 const SLICE_MS = 0.5
+const RESERVE_HOPS = 3
 
 const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
 
@@ -73,6 +84,11 @@ class AsyncLock {
   #queue = new ThreadQueue()
   #streak = 0 // grants taken in a row while others waited
   #sliceEnd = 0 // performance.now() when the slice ends
+  #guard = false // another thread took the word in a gap of this slice
+  #reserved = false // released through the promise API, word kept
+  #hops = 0 // microtasks the reservation has lasted
+  #chain = false // a #settle microtask is queued
+  #settle = () => this.#endReservation()
   #drop = (req, err) => this.#dropRequest(req, err)
 
   /**
@@ -109,13 +125,13 @@ class AsyncLock {
 
   /** Whether some thread holds the lock. */
   get locked () {
-    return (load(this.#i32, 0) & ID_MASK) !== 0
+    return !this.#reserved && (load(this.#i32, 0) & ID_MASK) !== 0
   }
 
   /** The threadId of the holder, or null. */
   get owner () {
     const id = load(this.#i32, 0) & ID_MASK
-    return id === 0 ? null : id - 1
+    return id === 0 || this.#reserved ? null : id - 1
   }
 
   /** How many requests (sync or async, all threads) wait for the lock. */
@@ -137,10 +153,18 @@ class AsyncLock {
   // The compare-exchange acquire. Outside the FIFO mode a word without an
   // owner is free even while waiters are queued.
   #fast () {
+    if (this.#reserved) {
+      this.#reserved = false
+      return true
+    }
     const v = compareExchange(this.#i32, 0, 0, selfId)
     if (v === 0) return true
-    return !this.#fifo && (v & ID_MASK) === 0 &&
-      compareExchange(this.#i32, 0, v, v | selfId) === v
+    if (!this.#fifo && (v & ID_MASK) === 0 &&
+      compareExchange(this.#i32, 0, v, v | selfId) === v) return true
+    // Lost in the middle of a slice: somebody takes the word in the gaps
+    // between this thread's grants, so its releases will reserve it.
+    if (this.#streak !== 0) this.#guard = true
+    return false
   }
 
   /** Blocks this thread until it holds the lock. */
@@ -166,11 +190,13 @@ class AsyncLock {
 
   /** Releases the lock held by this thread. */
   unlock () {
+    if (this.#reserved) this.#checkOwner(0)
     const queue = this.#queue
     if (queue.size === 0 || queue.first.native) {
       const v = compareExchange(this.#i32, 0, selfId, 0)
       if (v === selfId) {
         this.#streak = 0
+        this.#guard = false
         return
       }
       this.#checkOwner(v)
@@ -187,6 +213,39 @@ class AsyncLock {
     }
     this.#release(v, HANDOFF)
     this.#send(next)
+  }
+
+  // A release through the promise API: while others wait, it keeps the word
+  // for a few microtasks (see the top of this file).
+  #leave () {
+    if (this.#guard && this.#queue.size === 0) {
+      const v = load(this.#i32, 0)
+      if ((v & ID_MASK) === selfId && (v & (OWNER_DIED_BIT | WAITERS_BIT)) === WAITERS_BIT) {
+        if (!this.#sliceLeft(v)) {
+          this.#release(v, HANDOFF)
+          return
+        }
+        this.#reserved = true
+        this.#hops = 0
+        if (!this.#chain) {
+          this.#chain = true
+          queueMicrotask(this.#settle)
+        }
+        return
+      }
+    }
+    this.unlock()
+  }
+
+  #endReservation () {
+    if (this.#reserved && ++this.#hops < RESERVE_HOPS) {
+      queueMicrotask(this.#settle)
+      return
+    }
+    this.#chain = false
+    if (!this.#reserved) return
+    this.#reserved = false
+    this.unlock()
   }
 
   #checkOwner (v) {
@@ -226,7 +285,7 @@ class AsyncLock {
 
   // Resolves `req`, whose thread now holds the lock.
   #grant (req, ownerDied) {
-    req.resolve(g.makeRelease(() => this.unlock(), ownerDied))
+    req.resolve(g.makeRelease(() => this.#leave(), ownerDied))
   }
 
   // A request waiting in this thread's queue ended by its timer or signal.
@@ -277,18 +336,18 @@ class AsyncLock {
   #acquire (options, where) {
     const idle = this.#queue.size === 0
     if (options === undefined && idle && this.#fast()) {
-      return Promise.resolve(g.makeRelease(() => this.unlock(), this.ownerDied))
+      return Promise.resolve(g.makeRelease(() => this.#leave(), this.ownerDied))
     }
     const o = options === undefined ? NO_OPTIONS : g.readAsyncOptions(options, where, true)
     if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
-    if (idle && this.#fast()) return Promise.resolve(g.makeRelease(() => this.unlock(), this.ownerDied))
+    if (idle && this.#fast()) return Promise.resolve(g.makeRelease(() => this.#leave(), this.ownerDied))
     if (!o.blocking || o.timeout === 0) {
-      if (this.tryLock()) return Promise.resolve(g.makeRelease(() => this.unlock(), this.ownerDied))
+      if (this.tryLock()) return Promise.resolve(g.makeRelease(() => this.#leave(), this.ownerDied))
       return Promise.reject(o.blocking ? g.timeoutError(0, where) : g.busyError(where))
     }
     if (this.#fifo) {
       return g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#flags, o, where)
-        .then((ownerDied) => g.makeRelease(() => this.unlock(), ownerDied))
+        .then((ownerDied) => g.makeRelease(() => this.#leave(), ownerDied))
     }
     return new Promise((resolve, reject) => {
       const req = new Request(o, where, resolve, reject)
@@ -323,7 +382,7 @@ class AsyncLock {
         ? await result
         : result
     } finally {
-      this.unlock()
+      this.#leave()
     }
   }
 

@@ -148,6 +148,52 @@ tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
   return 0;
 }
 
+/* A woken lock waiter gives its word's woken bit back before it competes,
+ * so that the next release wakes a waiter again. If the word is in use,
+ * the waiter does not compete at all: it goes back first in line (keeping
+ * its age) and returns 1. A word that is free at that moment may belong to
+ * an owner in a hot loop, between two of its critical sections, and taking
+ * it would cut that owner's slice short (an owner on an event loop leaves
+ * such gaps of a few hundred nanoseconds at every grant). So the waiter
+ * watches a free word for TL_LOCK_COURTESY_NS first, and takes it (returns
+ * 0) only if nobody does. The bit goes back in the same compare-exchange
+ * that sets the waiters bit, so the owner's release cannot miss the waiter.
+ * Expects b->lock. */
+static int
+tl__lock_yield(tl_bucket_t *b, tl_waiter_t *w)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  uint64_t until = 0;
+  int32_t v = atomic_load(word);
+
+  w->woken = 0;
+  for (;;) {
+    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
+
+    if (owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) {
+      if (!atomic_compare_exchange_weak(word, &v,
+                                        (v & ~TL_LOCK_WOKEN) | TL_GATE_WAITERS))
+        continue;
+      atomic_store(&w->state, TL_WAITING);
+      tl__enqueue_front(b, w);
+      return 1;
+    }
+    if (owner == 0) {
+      uint64_t now = tl_now_ns();
+      if (until == 0)
+        until = now + TL_LOCK_COURTESY_NS;
+      if (now < until) {
+        for (int i = 0; i < 16; i++)
+          tl_cpu_relax();
+        v = atomic_load(word);
+        continue;
+      }
+    }
+    atomic_fetch_and(word, ~TL_LOCK_WOKEN);
+    return 0;
+  }
+}
+
 /* Tries to take the lock without waiting, or enqueues `w` behind the
  * current owner. A sync request (allow_self == 0) from the owner, or from a
  * thread with a request already queued, fails with TL_EDEADLK; an async one
@@ -158,11 +204,8 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
   int32_t v;
 
-  /* A woken waiter tries now: from here on a release wakes the next one. */
-  if (w->woken) {
-    w->woken = 0;
-    atomic_fetch_and(word, ~TL_LOCK_WOKEN);
-  }
+  if (w->woken && tl__lock_yield(b, w))
+    return TL_RESULT_PENDING;
   v = atomic_load(word);
   for (;;) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
@@ -310,7 +353,7 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
     r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
     if (r != TL_RESULT_ACQUIRED || sw.base.granted)
       break;
-    /* Throughput mode: woken, not granted. Compete for the free word; on
+    /* Barging mode: woken, not granted. Compete for the free word; on
      * losing, wait again first in line, keeping the original deadline. */
     tl_mutex_lock(&b->lock);
     sw.base.parked = 0;

@@ -67,6 +67,10 @@ enum {
 #define TL_LOCK_HANDOFF 2
 #define TL_LOCK_STARVING_NS 1000000
 
+/* How long a woken lock waiter watches a free word for its owner to take it
+ * again before it takes the word itself (see gates.c). */
+#define TL_LOCK_COURTESY_NS 2000
+
 /* What a gate waiter waits to take. */
 enum {
   TL_GATE_NONE = 0, /* a plain wait, woken by tl_notify */
