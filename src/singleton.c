@@ -35,7 +35,9 @@
 /* The marker of this copy. Exported, so that the other copies find it in
  * this file's dynamic symbol table; `used`, because this file only takes its
  * address. */
+#if defined(__GNUC__)
 __attribute__((visibility("default"), used))
+#endif
 tl_singleton_t tl_threadlock_singleton_v1 = { TL_SINGLETON_MAGIC,
                                               TL_SINGLETON_LAYOUT, 0 };
 
@@ -165,9 +167,11 @@ tl__marker_of(const struct dl_phdr_info *info)
 
   if (len < 5 || strcmp(name + len - 5, ".node") != 0)
     return NULL;
+  /* A defined data object at least as large as the marker; ELF64_ST_TYPE
+   * reads the type in either ELF class. */
   sym = tl__lookup(info, TL_MARKER_NAME);
   if (sym == NULL || sym->st_shndx == SHN_UNDEF ||
-      ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || /* same in ELF32 */
+      ELF64_ST_TYPE(sym->st_info) != STT_OBJECT ||
       sym->st_size < sizeof(tl_singleton_t))
     return NULL;
   m = (tl_singleton_t *)(info->dlpi_addr + sym->st_value);
