@@ -2,9 +2,15 @@
   "targets": [
     {
       "target_name": "threadlock",
-      "sources": ["src/binding.c", "src/table.c", "src/gates.c", "src/owners.c", "src/names.c"],
+      "sources": ["src/binding.c", "src/table.c", "src/gates.c", "src/owners.c",
+                  "src/names.c", "src/singleton.c"],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
+      "conditions": [
+        ["OS=='linux'", {
+          "ldflags": ["-Wl,-z,nodelete"]
+        }]
+      ],
       "xcode_settings": {
         "OTHER_CFLAGS": ["-std=c11", "-Wall", "-Wextra"]
       }

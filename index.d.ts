@@ -4,10 +4,33 @@
 // possible; TypeScript cannot tell a view of a SharedArrayBuffer from a view
 // of an ArrayBuffer, so that is checked at run time (a TypeError).
 //
-// `AbortSignal` comes from @types/node or the DOM library. The
-// `[Symbol.dispose]` member of `Release` appears when the compilation knows
-// `Symbol.dispose` (TypeScript 5.2+ with lib `esnext.disposable`, or
-// @types/node 20+); without it, the rest of these types still work.
+// These types stand alone: they name nothing from @types/node or the DOM
+// library, so a project that has neither (`"types": []`, `"lib":
+// ["es2022"]`) compiles against them. The signals are typed by the
+// structural {@link AbortSignalLike}, which Node's and the DOM's
+// `AbortSignal` both satisfy. The `[Symbol.dispose]` member of `Release`
+// appears when the compilation knows `Symbol.dispose` (TypeScript 5.2+ with
+// lib `esnext.disposable`, or @types/node 20+); without it, the rest of
+// these types still work.
+
+/**
+ * The part of an `AbortSignal` that threadlock uses, declared here so that
+ * the types need neither @types/node nor the DOM library. Node's and the
+ * DOM's `AbortSignal` both satisfy it. At run time the signal must be a
+ * real `AbortSignal` (a TypeError otherwise).
+ */
+export interface AbortSignalLike {
+  /** Whether the signal has aborted. */
+  readonly aborted: boolean
+  /** Why it aborted: the `cause` of the {@link AbortError}. */
+  readonly reason: any
+  addEventListener (
+    type: 'abort',
+    listener: () => void,
+    options?: { once?: boolean }
+  ): void
+  removeEventListener (type: 'abort', listener: () => void): void
+}
 
 /** What {@link wait} returns. */
 export type WaitResult = 'ok' | 'not-equal' | 'timed-out'
@@ -237,7 +260,7 @@ export interface AsyncOptions {
    * with an {@link AbortError} whose `cause` is `signal.reason`. A request
    * already granted is not withdrawn.
    */
-  signal?: AbortSignal
+  signal?: AbortSignalLike
   /**
    * Whether the pending request keeps this thread's event loop alive, as a
    * timer does. Default `true`.
@@ -854,7 +877,7 @@ export interface LockRequestOptions {
    * Withdraws the request while it waits; the promise rejects with
    * `signal.reason`. Cannot be combined with `steal` or `ifAvailable`.
    */
-  signal?: AbortSignal
+  signal?: AbortSignalLike
   /**
    * threadlock's addition: whether a waiting request keeps this thread's
    * event loop alive. Default `true`.

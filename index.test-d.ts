@@ -1,6 +1,7 @@
 import { expectAssignable, expectError, expectNotAssignable, expectType } from 'tsd'
 import {
   AbortError,
+  AbortSignalLike,
   AsyncLock,
   AsyncLockHandle,
   Barrier,
@@ -96,6 +97,10 @@ expectType<Promise<Release>>(lock.acquire({ timeout: 10, signal: AbortSignal.tim
 expectType<Promise<Release>>(lock.acquire({ blocking: false }))
 expectError(lock.acquire({ blocking: false, timeout: 10 }))
 expectError(lock.acquire({ signal: 'stop' }))
+// A signal is typed structurally, so that the types need no DOM or Node
+// types; the real AbortSignal fits, a look-alike without listeners does not.
+expectAssignable<AbortSignalLike>(new AbortController().signal)
+expectNotAssignable<AbortSignalLike>({ aborted: true, reason: undefined })
 
 async function promiseApi (): Promise<void> {
   const release = await lock.acquire()

@@ -13,6 +13,7 @@
 
 #include "names.h"
 #include "platform.h"
+#include "singleton.h"
 #include "waiters.h"
 
 #define TL_NAPI_CALL(env, call)                                                \
@@ -1376,7 +1377,15 @@ NAPI_MODULE_INIT()
   };
 
   void *existing = NULL;
+  char *refusal = NULL;
 
+  /* A second copy of threadlock in the process refuses to load. */
+  if (tl_singleton_claim(&refusal) != 0) {
+    napi_throw_error(env, "ERR_THREADLOCK_DUPLICATE",
+                     refusal ? refusal : "threadlock: another copy is loaded");
+    free(refusal);
+    return NULL;
+  }
   /* Loading the same file again in one thread reuses that thread's state. */
   napi_get_instance_data(env, &existing);
   if (existing == NULL && tl__env_new(env) == NULL) {

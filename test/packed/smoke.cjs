@@ -1,0 +1,32 @@
+'use strict'
+
+// The installed package, loaded through require: its addon is the prebuild,
+// and a lock passes from the main thread to a worker and back.
+
+const assert = require('assert')
+const path = require('path')
+const { Worker } = require('worker_threads')
+const { AsyncLock } = require('threadlock')
+
+const prebuilds = path.join(__dirname, 'node_modules', 'threadlock', 'prebuilds',
+  `${process.platform}-${process.arch}`)
+const addons = Object.keys(require.cache).filter((file) => file.endsWith('.node'))
+assert.strictEqual(addons.length, 1, `one addon loaded: ${addons}`)
+assert.strictEqual(path.dirname(addons[0]), prebuilds)
+
+const lock = new AsyncLock()
+lock.lock()
+const worker = new Worker(path.join(__dirname, 'smoke-worker.cjs'), { workerData: { handle: lock.handle } })
+worker.once('error', (err) => { throw err })
+worker.once('exit', async (code) => {
+  assert.strictEqual(code, 0)
+  const release = await lock.acquire({ timeout: 1000 })
+  release()
+  console.log(`require: ${path.relative(__dirname, addons[0])} works across threads`)
+})
+// Release once the worker waits for the lock.
+const poll = setInterval(() => {
+  if (lock.waiting === 0) return
+  clearInterval(poll)
+  lock.unlock()
+}, 5)

@@ -1,0 +1,118 @@
+'use strict'
+
+// The package's type declarations compile in a consumer project with no
+// @types/node and no DOM library, and accept the AbortSignal of Node's types
+// and of the DOM's. Each consumer in test/types/ is compiled by tsc in a
+// temporary project outside this checkout, where the package is installed
+// as node_modules/threadlock, so that nothing of this repository's
+// node_modules (its @types in particular) is visible unless a case asks for
+// it.
+
+const assert = require('assert')
+const { spawnSync } = require('child_process')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+
+const root = path.join(__dirname, '..')
+
+// tsd's own TypeScript compiler, so that the check uses the same TypeScript
+// as the tsd tests.
+const tsc = path.join(path.dirname(require.resolve('@tsd/typescript/package.json', {
+  paths: [path.dirname(require.resolve('tsd'))]
+})), 'typescript', 'bin', 'tsc')
+
+// The package's type files, as package.json's "files" ships them.
+const typeFiles = ['package.json', 'index.d.ts', 'index.d.mts']
+
+describe('types', () => {
+  let dir
+
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadlock-types-'))
+    const pkg = path.join(dir, 'node_modules', 'threadlock')
+    fs.mkdirSync(pkg, { recursive: true })
+    for (const file of typeFiles) fs.copyFileSync(path.join(root, file), path.join(pkg, file))
+    fs.mkdirSync(path.join(dir, 'no-types'))
+    for (const file of fs.readdirSync(path.join(__dirname, 'types'))) {
+      fs.copyFileSync(path.join(__dirname, 'types', file), path.join(dir, file))
+    }
+    fs.writeFileSync(path.join(dir, 'package.json'), '{ "name": "consumer", "private": true }\n')
+  })
+
+  after(() => {
+    fs.rmSync(dir, { recursive: true, force: true })
+  })
+
+  // Compiles `files` in the temporary project with these compiler options
+  // on top of strict Node16 settings; returns tsc's status and output.
+  function compile (name, files, options) {
+    const config = {
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        skipLibCheck: false,
+        module: 'node16',
+        moduleResolution: 'node16',
+        ...options
+      },
+      files
+    }
+    const file = path.join(dir, `tsconfig.${name}.json`)
+    fs.writeFileSync(file, JSON.stringify(config, null, 2))
+    const r = spawnSync(process.execPath, [tsc, '-p', file], { cwd: dir, encoding: 'utf8', timeout: 60000 })
+    return { status: r.status, output: (r.stdout + r.stderr).trim() }
+  }
+
+  it('compiles a consumer with "types": [], lib es2022 and no @types visible', function () {
+    this.timeout(60000)
+    // No @types directory anywhere above the project, or the check would
+    // prove less than it claims.
+    for (let d = dir; ; d = path.dirname(d)) {
+      assert.ok(!fs.existsSync(path.join(d, 'node_modules', '@types')), `${d}/node_modules/@types exists`)
+      if (path.dirname(d) === d) break
+    }
+    const r = compile('standalone', ['standalone.cts', 'standalone.mts'], {
+      lib: ['es2022'],
+      types: [],
+      typeRoots: ['./no-types']
+    })
+    assert.deepStrictEqual(r, { status: 0, output: '' })
+  })
+
+  it('fails that compilation when the declarations name a global of the DOM or of Node', function () {
+    this.timeout(60000)
+    // The same consumer against declarations that name AbortSignal, as they
+    // did before: the check must catch it.
+    const pkg = path.join(dir, 'node_modules', 'threadlock', 'index.d.ts')
+    const good = fs.readFileSync(pkg, 'utf8')
+    try {
+      fs.writeFileSync(pkg, good.replace(/signal\?: AbortSignalLike/g, 'signal?: AbortSignal'))
+      const r = compile('control', ['standalone.cts'], { lib: ['es2022'], types: [], typeRoots: ['./no-types'] })
+      assert.strictEqual(r.status, 2)
+      assert.match(r.output, /index\.d\.ts\(\d+,\d+\): error TS2304: Cannot find name 'AbortSignal'/)
+    } finally {
+      fs.writeFileSync(pkg, good)
+    }
+  })
+
+  it("accepts the AbortSignal of @types/node", function () {
+    this.timeout(60000)
+    const r = compile('node', ['signals.mts'], {
+      lib: ['es2022'],
+      types: ['node'],
+      typeRoots: [path.join(root, 'node_modules', '@types')]
+    })
+    assert.deepStrictEqual(r, { status: 0, output: '' })
+  })
+
+  it("accepts the AbortSignal of the DOM library", function () {
+    this.timeout(60000)
+    const r = compile('dom', ['signals.mts'], {
+      lib: ['es2022', 'dom'],
+      types: [],
+      typeRoots: ['./no-types']
+    })
+    assert.deepStrictEqual(r, { status: 0, output: '' })
+  })
+})

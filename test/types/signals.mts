@@ -1,0 +1,16 @@
+// A consumer that passes real AbortSignals. It compiles once with @types/node
+// and once with the DOM library: the signal of either must be accepted.
+
+import { AsyncLock, Barrier, locks } from 'threadlock'
+
+export async function use (): Promise<void> {
+  const controller = new AbortController()
+  const lock = new AsyncLock()
+  const release = await lock.acquire({ signal: controller.signal })
+  release()
+  await lock.runExclusive(() => 1, { signal: AbortSignal.timeout(10) })
+  await new Barrier(1).arriveAndWait({ signal: controller.signal })
+  await locks.request('name', { signal: controller.signal }, () => undefined)
+  // @ts-expect-error: a string is no signal
+  await lock.acquire({ signal: 'stop' })
+}
