@@ -4,7 +4,7 @@
 // specification describes for LockManager.request() and query(): argument
 // checks, exclusive and shared modes, the FIFO queue, ifAvailable, steal,
 // signal, the Lock object and the query() snapshot. The same behaviour
-// across real worker threads is in test/locks-threads.test.js.
+// across real worker threads is in test/named-locks-threads.test.js.
 
 const assert = require('assert')
 const path = require('path')
@@ -12,12 +12,12 @@ const { execFile } = require('child_process')
 const { threadId } = require('worker_threads')
 const { locks, Lock } = require('..')
 const { binding } = require('../lib/native')
-const { within, until, sleep, outcome, deferred } = require('./fixtures/locks-harness')
+const { within, until, sleep, outcome, deferred } = require('./fixtures/named-locks-harness')
 
 let serial = 0
 /** A name no other test uses, so that tests never see each other's locks. */
 function unique (label) {
-  return `locks.test/${label}/${++serial}`
+  return `named-locks.test/${label}/${++serial}`
 }
 
 /**
@@ -612,7 +612,7 @@ describe('named locks (one thread)', function () {
       // In a child process with --expose-gc and freed memory poisoned, so
       // that a use after free crashes instead of passing by luck.
       this.timeout(30000)
-      const fixture = path.join(__dirname, 'fixtures', 'locks-stolen-gc.js')
+      const fixture = path.join(__dirname, 'fixtures', 'named-locks-stolen-gc.js')
       const env = { ...process.env, MALLOC_PERTURB_: '165', GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0' }
       const r = await new Promise((resolve) => {
         execFile(process.execPath, ['--expose-gc', fixture], { env, timeout: 25000 }, (error, stdout, stderr) => {
