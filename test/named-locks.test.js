@@ -246,7 +246,7 @@ describe('named locks (one thread)', function () {
       for (const key of members) {
         Object.defineProperty(Object.prototype, key, {
           configurable: true,
-          get () { reads.push(key) }
+          get () { reads.push(key); return undefined }
         })
       }
       let requests
