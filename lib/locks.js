@@ -162,6 +162,35 @@ function runGranted (r, token, id, resolve, reject) {
   result.then((value) => settle(true, value), (err) => settle(false, err))
 }
 
+// Web Locks "process the lock request queue": a granted request's callback
+// is invoked from steps enqueued on the event loop, that is, from a task of
+// its own, so every microtask queued before it runs first: those queued
+// right after request(), and those of a callback that ran just before it.
+// A lock granted inside request() gets that task from setImmediate, Node's
+// cheapest task (this turn of the event loop, no timer's minimum delay).
+// A queued request learns of its grant in a task already: the threadsafe
+// call that delivers a batch of grants settles their promises together, so
+// their handlers are the first microtasks of that task. The first callback
+// of the batch runs straight from its handler, which saves a turn of the
+// loop on every hand-off; the others get a setImmediate each, so that the
+// microtasks of the one before come first. The flag is cleared by a
+// microtask queued behind the batch's handlers, that is, once they all ran.
+let grantTaskUsed = false
+
+function endGrantBatch () {
+  grantTaskUsed = false
+}
+
+function fromGrantTask (fn, ok) {
+  if (grantTaskUsed) {
+    setImmediate(fn, ok)
+    return
+  }
+  grantTaskUsed = true
+  queueMicrotask(endGrantBatch)
+  fn(ok)
+}
+
 class LockManager {
   /**
    * Requests the lock `name` and runs `callback(lock)` once it is granted
@@ -200,12 +229,6 @@ class LockManager {
         }
         signal.addEventListener('abort', onAbort, { once: true })
       }
-      // Web Locks "process the lock request queue": a granted request's
-      // callback is invoked from steps enqueued on the event loop, that is,
-      // from a task, so every microtask queued before it runs first (those
-      // queued right after request(), and those of a callback that ran just
-      // before it). setImmediate is Node's cheapest task: it runs in this
-      // turn of the event loop, with no timer's minimum delay.
       const onGrant = (ok) => {
         if (signal !== undefined) {
           signal.removeEventListener('abort', onAbort)
@@ -225,7 +248,7 @@ class LockManager {
         runGranted(r, token, id, resolve, reject)
       }
       if (phase === HELD) setImmediate(onGrant, true)
-      else granted.then((ok) => setImmediate(onGrant, ok))
+      else granted.then((ok) => fromGrantTask(onGrant, ok))
     })
   }
 

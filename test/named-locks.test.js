@@ -355,6 +355,15 @@ describe('named locks (one thread)', function () {
         locks.request(name, { mode: 'shared' }, callback('b'))
       ])
       assert.deepStrictEqual(order, ['a', 'a then', 'a then then', 'b', 'b then', 'b then then'])
+      // Queued behind an exclusive holder, they are granted together by
+      // its release, and still run one task each.
+      order.length = 0
+      const h = hold(name)
+      await h.granted
+      const queued = ['c', 'd', 'e'].map((label) => locks.request(name, { mode: 'shared' }, callback(label)))
+      h.release()
+      await Promise.all([h.settled, ...queued])
+      assert.deepStrictEqual(order, ['c', 'c then', 'c then then', 'd', 'd then', 'd then then', 'e', 'e then', 'e then then'])
     })
 
     it("the request resolves with the callback's return value", async () => {
