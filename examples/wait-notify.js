@@ -26,6 +26,11 @@ if (isMainThread) {
 async function main () {
   const ta = new Int32Array(new SharedArrayBuffer(8))
   const worker = new Worker(__filename, { workerData: ta.buffer })
+  // Listen for the end now: the worker may be gone before the answer is read.
+  const exited = new Promise((resolve, reject) => {
+    worker.once('error', reject)
+    worker.once('exit', resolve)
+  })
 
   // Start waiting for the answer before the worker can give it.
   const answer = waitAsync(ta, READY, 0, 5000)
@@ -42,6 +47,6 @@ async function main () {
   }, 5)
 
   const outcome = answer.async ? await answer.value : answer.value
-  await new Promise((resolve) => worker.once('exit', resolve))
+  await exited
   console.log(`main: waitAsync() settled with '${outcome}', the worker answered ${Atomics.load(ta, READY)}`)
 }

@@ -61,8 +61,10 @@ binding.namedInit((id) => {
   if (entry === undefined) return
   requests.delete(id)
   // Web Locks "request a lock", steal: the released promise of every lock
-  // taken away rejects with an AbortError DOMException.
-  entry.reject(stolenError())
+  // taken away rejects with an AbortError DOMException. A lock whose
+  // callback task is still to run gets it first, as the task was queued
+  // before the steal; runGranted() then finds the lock stolen and rejects.
+  if (entry.started) entry.reject(stolenError())
 })
 
 // Releases the lock (or withdraws the request) of `token` and returns the
@@ -73,11 +75,18 @@ binding.namedInit((id) => {
 // the entry.
 function release (id, token) {
   const phase = binding.namedRelease(token)
-  if (phase === STOLEN && requests.has(id)) requests.set(id, { reject () {}, token })
+  if (phase === STOLEN && requests.has(id)) requests.set(id, { reject () {}, started: true, token })
   else requests.delete(id)
   return phase
 }
 
+// The arguments as WebIDL converts them for request(name, [options],
+// callback): the name, then the options dictionary, then the callback. A
+// dictionary's members are read once each, in lexicographic order
+// (ifAvailable, mode, ref, signal, steal; `ref` is this package's own
+// member), and each is converted as soon as it is read, so a bad member
+// throws before the later ones are read. The checks of the method's own
+// steps (NotSupportedError) come after every conversion.
 function parseRequest (name, options, callback) {
   if (typeof name === 'symbol') {
     throw new TypeError('request: name must be a string, received a symbol')
@@ -87,28 +96,43 @@ function parseRequest (name, options, callback) {
     callback = options
     options = undefined
   }
-  if (typeof callback !== 'function') {
-    throw new TypeError(`request: callback must be a function, received ${describe(callback)}`)
-  }
-  // A WebIDL dictionary: undefined and null mean every default; any other
+  // Undefined and null mean every default, with nothing read; any other
   // object (functions included) is read member by member.
   if (options !== undefined && options !== null && typeof options !== 'object' && typeof options !== 'function') {
     throw new TypeError(`request: options must be an object, received ${describe(options)}`)
   }
-  const o = options == null ? {} : options
-  const mode = o.mode === undefined ? 'exclusive' : `${o.mode}`
-  if (mode !== 'exclusive' && mode !== 'shared') {
-    throw new TypeError(`request: options.mode must be 'exclusive' or 'shared', received ${describe(o.mode)}`)
+  let ifAvailable = false
+  let mode = 'exclusive'
+  let ref = true
+  let signal
+  let steal = false
+  if (options != null) {
+    ifAvailable = Boolean(options.ifAvailable)
+    const m = options.mode
+    if (m !== undefined) {
+      if (typeof m === 'symbol') {
+        throw new TypeError("request: options.mode must be 'exclusive' or 'shared', received a symbol")
+      }
+      mode = `${m}`
+      if (mode !== 'exclusive' && mode !== 'shared') {
+        throw new TypeError(`request: options.mode must be 'exclusive' or 'shared', received ${describe(m)}`)
+      }
+    }
+    const r = options.ref
+    if (r !== undefined) {
+      if (typeof r !== 'boolean') {
+        throw new TypeError(`request: options.ref must be a boolean, received ${describe(r)}`)
+      }
+      ref = r
+    }
+    signal = options.signal
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new TypeError(`request: options.signal must be an AbortSignal, received ${describe(signal)}`)
+    }
+    steal = Boolean(options.steal)
   }
-  const ifAvailable = Boolean(o.ifAvailable)
-  const steal = Boolean(o.steal)
-  const signal = o.signal
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`request: options.signal must be an AbortSignal, received ${describe(signal)}`)
-  }
-  const ref = o.ref === undefined ? true : o.ref
-  if (typeof ref !== 'boolean') {
-    throw new TypeError(`request: options.ref must be a boolean, received ${describe(ref)}`)
+  if (typeof callback !== 'function') {
+    throw new TypeError(`request: callback must be a function, received ${describe(callback)}`)
   }
   if (n.startsWith('-')) throw notSupported("request: lock names starting with '-' are reserved")
   if (steal && ifAvailable) throw notSupported('request: steal and ifAvailable cannot be combined')
@@ -138,6 +162,35 @@ function runGranted (r, token, id, resolve, reject) {
   result.then((value) => settle(true, value), (err) => settle(false, err))
 }
 
+// Web Locks "process the lock request queue": a granted request's callback
+// is invoked from steps enqueued on the event loop, that is, from a task of
+// its own, so every microtask queued before it runs first: those queued
+// right after request(), and those of a callback that ran just before it.
+// A lock granted inside request() gets that task from setImmediate, Node's
+// cheapest task (this turn of the event loop, no timer's minimum delay).
+// A queued request learns of its grant in a task already: the threadsafe
+// call that delivers a batch of grants settles their promises together, so
+// their handlers are the first microtasks of that task. The first callback
+// of the batch runs straight from its handler, which saves a turn of the
+// loop on every hand-off; the others get a setImmediate each, so that the
+// microtasks of the one before come first. The flag is cleared by a
+// microtask queued behind the batch's handlers, that is, once they all ran.
+let grantTaskUsed = false
+
+function endGrantBatch () {
+  grantTaskUsed = false
+}
+
+function fromGrantTask (fn, ok) {
+  if (grantTaskUsed) {
+    setImmediate(fn, ok)
+    return
+  }
+  grantTaskUsed = true
+  queueMicrotask(endGrantBatch)
+  fn(ok)
+}
+
 class LockManager {
   /**
    * Requests the lock `name` and runs `callback(lock)` once it is granted
@@ -149,12 +202,21 @@ class LockManager {
     if (signal !== undefined && signal.aborted) throw signal.reason
     const [phase, token, id, granted] = binding.namedRequest(r.name, r.mode === 'exclusive', r.ifAvailable, r.steal, r.ref)
     if (phase !== HELD && phase !== QUEUED) {
-      // ifAvailable and not grantable now.
-      await null
-      return r.callback(null)
+      // ifAvailable and not grantable now: the callback gets null, from a
+      // task of its own as well.
+      return new Promise((resolve, reject) => {
+        setImmediate(() => {
+          try {
+            resolve(r.callback(null))
+          } catch (err) {
+            reject(err)
+          }
+        })
+      })
     }
     return new Promise((resolve, reject) => {
-      requests.set(id, { reject })
+      const entry = { reject, started: false }
+      requests.set(id, entry)
       let onAbort
       if (signal !== undefined) {
         // Web Locks "signal to abort the request": the request leaves the
@@ -167,9 +229,7 @@ class LockManager {
         }
         signal.addEventListener('abort', onAbort, { once: true })
       }
-      // The callback always runs in a later microtask, never inside request().
-      const grant = phase === HELD ? Promise.resolve(true) : granted
-      grant.then((ok) => {
+      const onGrant = (ok) => {
         if (signal !== undefined) {
           signal.removeEventListener('abort', onAbort)
           // Web Locks "process the lock request queue": a lock granted to
@@ -184,8 +244,11 @@ class LockManager {
           reject(new Error('threadlock: named lock request withdrawn'))
           return
         }
+        entry.started = true
         runGranted(r, token, id, resolve, reject)
-      })
+      }
+      if (phase === HELD) setImmediate(onGrant, true)
+      else granted.then((ok) => fromGrantTask(onGrant, ok))
     })
   }
 

@@ -11,10 +11,19 @@ const { AsyncLock, LockError } = require('..')
 
 const WORKER = path.join(__dirname, 'fixtures', 'throughput-worker.js')
 
-function exited (worker) {
+// Resolves with the worker's report once it has exited. Every listener is
+// attached as soon as the worker is created: a worker can post its report and
+// exit before the main thread awaits anything, and an 'exit' emitted before
+// its listener exists is never seen again.
+function finished (worker) {
   return new Promise((resolve, reject) => {
+    let report
+    worker.once('message', (m) => { report = m })
     worker.once('error', reject)
-    worker.once('exit', resolve)
+    worker.once('exit', (code) => {
+      if (report === undefined) reject(new Error(`a worker exited (code ${code}) without a report`))
+      else resolve(report)
+    })
   })
 }
 
@@ -56,12 +65,7 @@ describe('AsyncLock default policy', () => {
     const workers = [1, 2, 3].map(() => new Worker(WORKER, {
       workerData: { handle: lock.handle, shared: shared.buffer, threads, max }
     }))
-    // Every listener is attached before the worker can post or exit.
-    const exits = workers.map(exited)
-    const results = workers.map((w) => new Promise((resolve, reject) => {
-      w.once('message', resolve)
-      w.once('error', reject)
-    }))
+    const results = workers.map(finished)
     Atomics.add(shared, 2, 1)
     while (Atomics.load(shared, 2) < threads) await new Promise((resolve) => setTimeout(resolve, 1))
     let mine = 0
@@ -77,7 +81,6 @@ describe('AsyncLock default policy', () => {
       mine++
     }
     const counts = await Promise.all(results)
-    await Promise.all(exits)
     const total = counts.reduce((sum, r) => sum + r.mine, mine)
     assert.strictEqual(shared[0], total, 'lost updates: the lock did not exclude')
     assert.strictEqual(total, threads * max)

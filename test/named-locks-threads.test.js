@@ -7,7 +7,7 @@
 // worker that holds a lock or waits for one and is terminated, exits, throws
 // or simply ends gives the lock up, so the next request is granted.
 // Functions passed to w.run() execute inside the worker
-// (test/fixtures/locks-runner.js) and can use only their (ctx, arg).
+// (test/fixtures/named-locks-runner.js) and can use only their (ctx, arg).
 
 const assert = require('assert')
 const { threadId } = require('worker_threads')
@@ -15,7 +15,7 @@ const { locks } = require('..')
 const { binding } = require('../lib/native')
 const {
   HOLDER, LockWorker, startRunners, cleanup, within, until, sleep, outcome, deferred
-} = require('./fixtures/locks-harness')
+} = require('./fixtures/named-locks-harness')
 
 let serial = 0
 function unique (label) {

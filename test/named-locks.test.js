@@ -4,7 +4,7 @@
 // specification describes for LockManager.request() and query(): argument
 // checks, exclusive and shared modes, the FIFO queue, ifAvailable, steal,
 // signal, the Lock object and the query() snapshot. The same behaviour
-// across real worker threads is in test/locks-threads.test.js.
+// across real worker threads is in test/named-locks-threads.test.js.
 
 const assert = require('assert')
 const path = require('path')
@@ -12,12 +12,12 @@ const { execFile } = require('child_process')
 const { threadId } = require('worker_threads')
 const { locks, Lock } = require('..')
 const { binding } = require('../lib/native')
-const { within, until, sleep, outcome, deferred } = require('./fixtures/locks-harness')
+const { within, until, sleep, outcome, deferred } = require('./fixtures/named-locks-harness')
 
 let serial = 0
 /** A name no other test uses, so that tests never see each other's locks. */
 function unique (label) {
-  return `locks.test/${label}/${++serial}`
+  return `named-locks.test/${label}/${++serial}`
 }
 
 /**
@@ -199,6 +199,71 @@ describe('named locks (one thread)', function () {
       assert.strictEqual(await locks.request(name, { ifAvailable: 0, steal: '' }, (lock) => lock.name), name)
       h.release()
     })
+
+    it('the options dictionary is read as WebIDL reads it: each member once, in lexicographic order, converted as it is read', async () => {
+      const name = unique('options-order')
+      // Every read of the options object, through a Proxy.
+      const traced = (members) => {
+        const reads = []
+        const proxy = new Proxy(members, {
+          get (target, key, receiver) {
+            if (typeof key === 'string') reads.push(key)
+            return Reflect.get(target, key, receiver)
+          }
+        })
+        return { proxy, reads }
+      }
+      const all = traced({ mode: 'shared', ifAvailable: false, steal: false, signal: new AbortController().signal, ref: true })
+      assert.strictEqual(await locks.request(name, all.proxy, (lock) => lock.mode), 'shared')
+      assert.deepStrictEqual(all.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      // Absent members are read all the same, and getters run once each.
+      const empty = traced({})
+      assert.strictEqual(await locks.request(name, empty.proxy, (lock) => lock.mode), 'exclusive')
+      assert.deepStrictEqual(empty.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      // A member that does not convert ends the reading: the later ones are
+      // never read.
+      const badMode = traced({ mode: 'bogus', steal: true })
+      await rejectsWith(locks.request(name, badMode.proxy, () => {}), isTypeError)
+      assert.deepStrictEqual(badMode.reads, ['ifAvailable', 'mode'])
+      const badSignal = traced({ signal: 'no', steal: true })
+      await rejectsWith(locks.request(name, badSignal.proxy, () => {}), isTypeError)
+      assert.deepStrictEqual(badSignal.reads, ['ifAvailable', 'mode', 'ref', 'signal'])
+      // Conversion comes before the method's own checks: a NotSupportedError
+      // combination is reported only once every member was read.
+      const combo = traced({ steal: true, ifAvailable: true })
+      await rejectsWith(locks.request(name, combo.proxy, () => {}), (e) => assertDOMException(e, 'NotSupportedError'))
+      assert.deepStrictEqual(combo.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      // The options are converted before the callback, as the arguments come.
+      const beforeCallback = traced({})
+      await rejectsWith(locks.request(name, beforeCallback.proxy, 'not a function'), isTypeError)
+      assert.deepStrictEqual(beforeCallback.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+    })
+
+    it('null and undefined options read nothing, an object reads through its prototype', async () => {
+      const name = unique('options-proto')
+      const reads = []
+      const members = ['ifAvailable', 'mode', 'ref', 'signal', 'steal']
+      for (const key of members) {
+        Object.defineProperty(Object.prototype, key, {
+          configurable: true,
+          get () { reads.push(key); return undefined }
+        })
+      }
+      let requests
+      try {
+        requests = [
+          locks.request(name, undefined, () => 'u'),
+          locks.request(name, null, () => 'n'),
+          locks.request(name, () => 'none')
+        ]
+        assert.deepStrictEqual(reads, [])
+        requests.push(locks.request(name, {}, () => 'object'))
+        assert.deepStrictEqual(reads, members)
+      } finally {
+        for (const key of members) delete Object.prototype[key]
+      }
+      assert.deepStrictEqual(await Promise.all(requests), ['u', 'n', 'none', 'object'])
+    })
   })
 
   describe('granting and releasing', function () {
@@ -247,6 +312,58 @@ describe('named locks (one thread)', function () {
       assert.strictEqual(called, true)
       h.release()
       await h.settled
+    })
+
+    it('the callback runs from a task: microtasks queued after request() run before it', async () => {
+      const name = unique('task')
+      const order = []
+      // A chain of microtasks: each queues the next, so all of them must
+      // run before the next task, however long the chain.
+      const chain = (label, n) => {
+        let p = Promise.resolve()
+        for (let k = 1; k <= n; k++) p = p.then(() => order.push(`${label} ${k}`))
+        return p
+      }
+      const granted = locks.request(name, () => { order.push('callback') })
+      process.nextTick(() => order.push('tick'))
+      queueMicrotask(() => order.push('queued'))
+      chain('then', 20)
+      await granted
+      assert.deepStrictEqual(order, ['tick', 'queued', ...Array.from({ length: 20 }, (_, k) => `then ${k + 1}`), 'callback'])
+
+      // The same for the null callback of ifAvailable.
+      const h = hold(name)
+      await h.granted
+      order.length = 0
+      const none = locks.request(name, { ifAvailable: true }, (lock) => { order.push(`callback ${lock}`) })
+      chain('then', 5)
+      await none
+      assert.deepStrictEqual(order, ['then 1', 'then 2', 'then 3', 'then 4', 'then 5', 'callback null'])
+      h.release()
+      await h.settled
+    })
+
+    it('callbacks granted together run in tasks of their own: the microtasks of one run before the next', async () => {
+      const name = unique('task-each')
+      const order = []
+      const callback = (label) => () => {
+        order.push(label)
+        Promise.resolve().then(() => order.push(`${label} then`)).then(() => order.push(`${label} then then`))
+      }
+      await Promise.all([
+        locks.request(name, { mode: 'shared' }, callback('a')),
+        locks.request(name, { mode: 'shared' }, callback('b'))
+      ])
+      assert.deepStrictEqual(order, ['a', 'a then', 'a then then', 'b', 'b then', 'b then then'])
+      // Queued behind an exclusive holder, they are granted together by
+      // its release, and still run one task each.
+      order.length = 0
+      const h = hold(name)
+      await h.granted
+      const queued = ['c', 'd', 'e'].map((label) => locks.request(name, { mode: 'shared' }, callback(label)))
+      h.release()
+      await Promise.all([h.settled, ...queued])
+      assert.deepStrictEqual(order, ['c', 'c then', 'c then then', 'd', 'd then', 'd then then', 'e', 'e then', 'e then then'])
     })
 
     it("the request resolves with the callback's return value", async () => {
@@ -612,7 +729,7 @@ describe('named locks (one thread)', function () {
       // In a child process with --expose-gc and freed memory poisoned, so
       // that a use after free crashes instead of passing by luck.
       this.timeout(30000)
-      const fixture = path.join(__dirname, 'fixtures', 'locks-stolen-gc.js')
+      const fixture = path.join(__dirname, 'fixtures', 'named-locks-stolen-gc.js')
       const env = { ...process.env, MALLOC_PERTURB_: '165', GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0' }
       const r = await new Promise((resolve) => {
         execFile(process.execPath, ['--expose-gc', fixture], { env, timeout: 25000 }, (error, stdout, stderr) => {
