@@ -24,13 +24,12 @@ const { describe } = require('./atomics')
 const { binding, selfId } = require('./native')
 const { LockError, codes } = require('./errors')
 
-const ID_MASK = 0x1fffffff
-const OWNER_DIED_BIT = 0x20000000
-
-// Native result codes and the throughput flag (src/waiters.h).
-const ACQUIRED = 5
-const OWNER_DIED = 6
-const BARGE = 1
+// Word bits, result codes and the throughput flag of the native core
+// (src/waiters.h).
+const {
+  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT,
+  RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED, LOCK_BARGE: BARGE
+} = binding.constants
 
 const { compareExchange, load } = Atomics
 

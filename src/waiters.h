@@ -7,65 +7,81 @@
 #ifndef TL_WAITERS_H_
 #define TL_WAITERS_H_
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* The constants that JavaScript shares with the core are each written once,
+ * in these tables, and exported from there (binding.constants). Each entry
+ * is XX(name, value): the C name is TL_<name>, the JavaScript name <name>.
+ */
+
 /* Outcomes of a wait or acquire (nonnegative). */
-enum {
-  TL_RESULT_OK = 0,          /* woken by a notify */
-  TL_RESULT_NOT_EQUAL = 1,   /* the value did not match; nothing enqueued */
-  TL_RESULT_TIMED_OUT = 2,   /* the deadline passed first */
-  TL_RESULT_INTERRUPTED = 3, /* the probe asked the waiter to give up */
-  TL_RESULT_PENDING = 4,     /* an async waiter is now enqueued */
-  TL_RESULT_ACQUIRED = 5,    /* the lock is now held by the caller */
-  TL_RESULT_OWNER_DIED = 6   /* as ACQUIRED, taken over from a dead owner */
-};
+#define TL_RESULT_MAP(XX)                                                      \
+  XX(RESULT_OK, 0)          /* woken by a notify */                            \
+  XX(RESULT_NOT_EQUAL, 1)   /* the value did not match; nothing enqueued */    \
+  XX(RESULT_TIMED_OUT, 2)   /* the deadline passed first */                    \
+  XX(RESULT_INTERRUPTED, 3) /* the probe asked the waiter to give up */        \
+  XX(RESULT_PENDING, 4)     /* an async waiter is now enqueued */              \
+  XX(RESULT_ACQUIRED, 5)    /* the lock is now held by the caller */           \
+  XX(RESULT_OWNER_DIED, 6)  /* as ACQUIRED, taken over from a dead owner */
 
-/* Errors (negative). */
-#define TL_EDEADLK (-35)   /* the caller owns the lock or is queued for it */
-#define TL_ENOTOWNER (-1)  /* release by a thread that is not the owner */
-#define TL_EINVAL (-22)    /* a bad gate, id or amount */
-#define TL_EOVERFLOW (-75) /* a release beyond TL_SEM_MASK permits */
-
-/* Lock word layout: 0 is free; otherwise the low 29 bits hold the owner's
- * id (a thread id plus one, never 0), TL_LOCK_OWNER_DIED says that the
- * current owner took the lock over from a thread that died holding it, and
- * TL_LOCK_WAITERS says that lock waiters may be enqueued for the word. Both
- * bits make the owner's compare-exchange release fail, so that the release
- * goes through tl_lock_release. */
-#define TL_LOCK_WAITERS 0x40000000
-#define TL_LOCK_OWNER_DIED 0x20000000
-#define TL_LOCK_ID_MASK 0x1fffffff
-
-/* Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
- * waiters bit: while it is set only the core changes the word. */
-#define TL_GATE_WAITERS TL_LOCK_WAITERS
-
-/* Semaphore word: the permits available in the low 30 bits. */
-#define TL_SEM_MASK 0x3fffffff
-
-/* Read-write lock word: with TL_RW_WRITER set, the writer's id in the low
- * 29 bits; otherwise the number of readers there. */
-#define TL_RW_WRITER 0x20000000
-#define TL_RW_MASK 0x1fffffff
-
-/* `amount` of a TL_GATE_LOCK request or release: the throughput mode. A
- * release then frees the word and wakes the oldest waiter, which competes
- * with running threads (first in line if it loses), instead of handing the
- * lock to it; a waiter that has waited TL_LOCK_STARVING_NS or longer still
- * gets it handed over. All users of a word must agree on its mode. */
-#define TL_LOCK_BARGE 1
-#define TL_LOCK_STARVING_NS 1000000
+/* Errors (negative), named after their <errno.h> counterparts. */
+#define TL_ERRNO_MAP(XX)                                                       \
+  XX(EDEADLK, -EDEADLK)     /* the caller owns the lock or is queued for it */ \
+  XX(ENOTOWNER, -EPERM)     /* release by a thread that is not the owner */    \
+  XX(EINVAL, -EINVAL)       /* a bad gate, id or amount */                     \
+  XX(EOVERFLOW, -EOVERFLOW) /* a release beyond TL_SEM_MASK permits */         \
+  XX(ENOMEM, -ENOMEM)       /* an allocation failed; nothing changed */
 
 /* What a gate waiter waits to take. */
-enum {
-  TL_GATE_NONE = 0, /* a plain wait, woken by tl_notify */
-  TL_GATE_LOCK = 1, /* the lock, for lock_id */
-  TL_GATE_SEM = 2,  /* `amount` permits */
-  TL_GATE_READ = 3, /* a read lock */
-  TL_GATE_WRITE = 4 /* the write lock, for lock_id */
-};
+#define TL_GATE_MAP(XX)                                                        \
+  XX(GATE_NONE, 0)  /* a plain wait, woken by tl_notify */                     \
+  XX(GATE_LOCK, 1)  /* the lock, for lock_id */                                \
+  XX(GATE_SEM, 2)   /* `amount` permits */                                     \
+  XX(GATE_READ, 3)  /* a read lock */                                          \
+  XX(GATE_WRITE, 4) /* the write lock, for lock_id */
+
+/* Gate word layouts.
+ *
+ * Lock word: 0 is free; otherwise the low 29 bits hold the owner's id (a
+ * thread id plus one, never 0), LOCK_OWNER_DIED says that the current owner
+ * took the lock over from a thread that died holding it, and LOCK_WAITERS
+ * says that lock waiters may be enqueued for the word. Both bits make the
+ * owner's compare-exchange release fail, so that the release goes through
+ * tl_lock_release.
+ *
+ * Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
+ * waiters bit (GATE_WAITERS): while it is set only the core changes the
+ * word. A semaphore word holds the permits available in the low 30 bits
+ * (SEM_MASK). A read-write lock word holds, with RW_WRITER set, the
+ * writer's id in the low 29 bits (RW_MASK), otherwise the number of readers
+ * there.
+ *
+ * LOCK_BARGE, as the `amount` of a TL_GATE_LOCK request or release, selects
+ * the throughput mode: a release then frees the word and wakes the oldest
+ * waiter, which competes with running threads (first in line if it loses),
+ * instead of handing the lock to it; a waiter that has waited
+ * TL_LOCK_STARVING_NS or longer still gets it handed over. All users of a
+ * word must agree on its mode. */
+#define TL_WORD_MAP(XX)                                                        \
+  XX(LOCK_WAITERS, 0x40000000)                                                 \
+  XX(LOCK_OWNER_DIED, 0x20000000)                                              \
+  XX(LOCK_ID_MASK, 0x1fffffff)                                                 \
+  XX(GATE_WAITERS, 0x40000000)                                                 \
+  XX(SEM_MASK, 0x3fffffff)                                                     \
+  XX(RW_WRITER, 0x20000000)                                                    \
+  XX(RW_MASK, 0x1fffffff)                                                      \
+  XX(LOCK_BARGE, 1)
+
+#define TL__ENUM_ENTRY(name, value) TL_##name = (value),
+enum { TL_RESULT_MAP(TL__ENUM_ENTRY) };
+enum { TL_ERRNO_MAP(TL__ENUM_ENTRY) };
+enum { TL_GATE_MAP(TL__ENUM_ENTRY) };
+enum { TL_WORD_MAP(TL__ENUM_ENTRY) };
+
+#define TL_LOCK_STARVING_NS 1000000
 
 typedef enum tl_state {
   TL_WAITING = 0,
@@ -163,9 +179,10 @@ int tl_gate_retry_async(tl_waiter_t *w);
  * the lock) and passes a throughput-mode wake on. No-op unless NOTIFIED. */
 void tl_gate_abandon(tl_waiter_t *w);
 
-/* The registry of live lock owners. Unregistering hands every lock the id
- * still holds to its first waiter, marked as taken from a dead owner. */
-void tl_thread_register(uint32_t id);
+/* The registry of live lock owners. Registering returns 0 or TL_ENOMEM.
+ * Unregistering hands every lock the id still holds to its first waiter,
+ * marked as taken from a dead owner. */
+int tl_thread_register(uint32_t id);
 void tl_thread_unregister(uint32_t id);
 int tl_thread_alive(uint32_t id);
 

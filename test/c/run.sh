@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds every test/c/<behaviour>.c together with the core (src/table.c,
-# src/gates.c, src/owners.c) three ways (plain, ThreadSanitizer,
-# AddressSanitizer + UndefinedBehaviorSanitizer),
-# runs them all, and fails on any failed test or sanitizer report.
+# gates.c, owners.c, names.c, heap.c, alloc.c) three ways (plain,
+# ThreadSanitizer, AddressSanitizer + UndefinedBehaviorSanitizer), runs them
+# all, and fails on any failed test or sanitizer report.
 #
 # Usage: test/c/run.sh [test ...]     (default: every test/c/*.c)
 # Environment: TL_VARIANTS (default "plain tsan asan"), CC (plain build),
@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 
 out=test/c/build
-core="src/table.c src/gates.c src/owners.c"
+core="src/table.c src/gates.c src/owners.c src/names.c src/heap.c src/alloc.c"
 variants=${TL_VARIANTS:-plain tsan asan}
 
 # CI starts from a fresh machine; install only what is missing.
