@@ -3,9 +3,9 @@
     {
       "target_name": "threadlock",
       "sources": [
-        "src/binding.c", "src/binding_names.c", "src/env.c", "src/heap.c",
-        "src/table.c", "src/gates.c", "src/owners.c", "src/names.c",
-        "src/alloc.c"
+        "src/binding.c", "src/binding_names.c", "src/env.c", "src/ready.c",
+        "src/heap.c", "src/table.c", "src/gates.c", "src/owners.c",
+        "src/names.c", "src/alloc.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],

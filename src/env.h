@@ -140,9 +140,25 @@ void tl__probe_init(tl_env_t *e, tl_probe_t *probe);
 int tl__keep(napi_env env, tl_env_t *e, napi_value ta, const void **base);
 void tl__unkeep(tl_env_t *e, const void *base);
 
-/* Any thread; takes ownership of `n` and queues it for its env's thread
- * (one threadsafe call per batch). Expects no ready_lock. */
+/* ready.c. Any thread; takes ownership of `n` and queues it for its env's
+ * thread (one threadsafe call per batch). Expects no ready_lock. */
 void tl__make_ready(tl_async_t *n);
+
+/* ready.c: the settle callback of every async waiter. Runs on the notifying
+ * thread, under the bucket lock: it only queues. */
+void tl__settle(tl_waiter_t *w);
+
+/* ready.c, env thread: points the env's one timer at the earliest deadline
+ * of its heap. */
+void tl__arm_timer(tl_env_t *e);
+
+/* ready.c, env thread: the threadsafe function's callback; resolves every
+ * ready node in one pass. */
+void tl__call_js(napi_env env, napi_value js_cb, void *context, void *data);
+
+/* Env thread: frees a retired node once neither a cancel token nor a
+ * queued event refers to it. */
+void tl__maybe_free(tl_async_t *n);
 
 /* Env thread: books `n` in the env's pending list, which takes its loop
  * reference and puts its deadline in the heap (whose room the caller
