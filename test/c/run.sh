@@ -27,7 +27,9 @@ if ! pkg-config --exists libuv 2>/dev/null ||
   fi
 fi
 
-cflags="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Isrc"
+# TL_FAULT_INJECTION only adds the allocation hooks, which stay idle unless
+# a test (alloc_fail) arms them.
+cflags="-std=c11 -D_GNU_SOURCE -DTL_FAULT_INJECTION -Wall -Wextra -Werror -Isrc"
 cflags="$cflags $(pkg-config --cflags libuv)"
 libs="-luv -lpthread -lm"
 plain_cc=${CC:-cc}
