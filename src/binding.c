@@ -66,17 +66,26 @@ tl__int(napi_env env, int64_t v)
   return r;
 }
 
-/* Env thread: `n` was just enqueued. Keeps its buffer alive, books it and
- * returns its promise, or [promise, token] with `with_token`. On failure
- * the enqueue is undone and NULL returned with an exception pending: the
- * node is freed, or, when a notify took it first, given back what the
- * notify brought (a grant or a wake) and left, retired, to the ready queue
- * that already holds it. Either way it was never booked. */
+/* Env thread: `r` is what the core said to the request `n` on the typed
+ * array `ta`. Unless the request is pending, frees `n` and returns `r`.
+ * A pending request's waiter is in the table and may be notified at any
+ * moment, but the node still belongs to this thread: keeps its buffer
+ * alive, books it and returns its promise, or [promise, token] with
+ * `with_token`. On failure the enqueue is undone and NULL returned with an
+ * exception pending: the node is freed, or, when a notify took it first,
+ * given back what the notify brought (a grant or a wake) and left, retired,
+ * to the ready queue that already holds it. Either way it was never
+ * booked. */
 static napi_value
-tl__track(napi_env env, tl_env_t *e, tl_async_t *n, napi_value ta,
+tl__start(napi_env env, tl_env_t *e, tl_async_t *n, int r, napi_value ta,
           bool with_token)
 {
   napi_value promise, token, pair;
+
+  if (r != TL_RESULT_PENDING) {
+    tl__free(n);
+    return tl__int(env, r);
+  }
 
   /* The typed array is alive in this call, so the buffer cannot go away
    * before the keep is taken, even if a notify already took the node. */
@@ -173,19 +182,11 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
   TL_NAPI_CALL(env, napi_coerce_to_bool(env, argv[5], &argv[5]));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  n = tl__new_async(e, timeout, ref, TL_NODE_WAIT, sizeof(*n));
-  if (n == NULL) {
-    tl__throw_enomem(env);
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_WAIT, sizeof(*n));
+  if (n == NULL)
     return NULL;
-  }
   r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
-  if (r != TL_RESULT_PENDING) {
-    tl__free(n);
-    return tl__int(env, r);
-  }
-  /* The waiter is in the table now and may be notified at any moment; the
-   * node still belongs to this thread until it is resolved here. */
-  return tl__track(env, e, n, argv[0], with_token);
+  return tl__start(env, e, n, r, argv[0], with_token);
 }
 
 /* waiterCount(ta, index) -> waiters enqueued on that element. */
@@ -285,17 +286,11 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[6], &ref));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[7], &with_token));
-  n = tl__new_async(e, timeout, ref, TL_NODE_GATE, sizeof(*n));
-  if (n == NULL) {
-    tl__throw_enomem(env);
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE, sizeof(*n));
+  if (n == NULL)
     return NULL;
-  }
   r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
-  if (r != TL_RESULT_PENDING) {
-    tl__free(n);
-    return tl__int(env, r);
-  }
-  return tl__track(env, e, n, argv[0], with_token);
+  return tl__start(env, e, n, r, argv[0], with_token);
 }
 
 /* cancel(token) -> true if the request (a wait or a gate request) was

@@ -104,11 +104,10 @@ tl_napi_named_request(napi_env env, napi_callback_info info)
                        sizeof(stack_name) / sizeof(stack_name[0]), &len);
   if (name == NULL)
     return NULL;
-  n = tl__new_async(e, INFINITY, 0, TL_NODE_NAMED, sizeof(*nn));
+  n = tl__new_async(env, e, INFINITY, 0, TL_NODE_NAMED, sizeof(*nn));
   if (n == NULL) {
     if (name != stack_name)
       tl__free(name);
-    tl__throw_enomem(env);
     return NULL;
   }
   nn = (tl_named_node_t *)n;

@@ -197,6 +197,19 @@ tl__timer_closed(uv_handle_t *handle)
   tl__free(handle);
 }
 
+/* Deletes the env's references to JavaScript values. */
+static void
+tl__delete_refs(tl_env_t *e)
+{
+  napi_ref *refs[] = { &e->noop, &e->on_stolen, &e->results };
+
+  for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+    if (*refs[i] != NULL)
+      napi_delete_reference(e->env, *refs[i]);
+    *refs[i] = NULL;
+  }
+}
+
 /* Env thread, while the env is torn down (worker exit, terminate(), main
  * thread exit). After the cancels below no other thread can reach a node of
  * this env: every one is either cancelled or already on the ready queue,
@@ -249,15 +262,7 @@ tl__env_cleanup(void *arg)
   }
   tl_heap_free(&e->heap);
   uv_close((uv_handle_t *)e->timer, tl__timer_closed);
-  if (e->noop != NULL)
-    napi_delete_reference(e->env, e->noop);
-  e->noop = NULL;
-  if (e->on_stolen != NULL)
-    napi_delete_reference(e->env, e->on_stolen);
-  e->on_stolen = NULL;
-  if (e->results != NULL)
-    napi_delete_reference(e->env, e->results);
-  e->results = NULL;
+  tl__delete_refs(e);
   napi_release_threadsafe_function(e->tsfn, napi_tsfn_abort);
 }
 
@@ -320,12 +325,15 @@ tl__env(napi_env env)
 }
 
 tl_async_t *
-tl__new_async(tl_env_t *e, double timeout, int ref, int kind, size_t size)
+tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref, int kind,
+              size_t size)
 {
   tl_async_t *n = tl__calloc(1, size);
 
-  if (n == NULL)
+  if (n == NULL) {
+    tl__throw_enomem(env);
     return NULL;
+  }
   tl_waiter_init_async(&n->w, tl__settle);
   n->env = e;
   tl_queue_init(&n->ready);
@@ -393,10 +401,7 @@ tl__env_new(napi_env env)
   return e;
 
 fail_timer:
-  if (e->noop != NULL)
-    napi_delete_reference(env, e->noop);
-  if (e->results != NULL)
-    napi_delete_reference(env, e->results);
+  tl__delete_refs(e);
   uv_close((uv_handle_t *)e->timer, tl__timer_closed);
   e->timer = NULL;
 fail:

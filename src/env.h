@@ -127,9 +127,10 @@ tl_env_t *tl__env(napi_env env);
 tl_env_t *tl__env_new(napi_env env);
 
 /* A zeroed node of `size` bytes (at least a tl_async_t) for env `e`, with
- * the deadline `timeout` milliseconds from now; NULL when memory ran out. */
-tl_async_t *tl__new_async(tl_env_t *e, double timeout, int ref, int kind,
-                          size_t size);
+ * the deadline `timeout` milliseconds from now; NULL with ENOMEM thrown
+ * when memory ran out. */
+tl_async_t *tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref,
+                          int kind, size_t size);
 
 /* The sync waits' termination probe of env `e`. */
 void tl__probe_init(tl_env_t *e, tl_probe_t *probe);
