@@ -96,28 +96,27 @@ tl__arm_timer(tl_env_t *e)
 static int
 tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
 {
-  uint64_t deadline = n->timeout.deadline;
+  /* The timer takes a node out of the heap only once its deadline passed;
+   * one that is out of it while the clock says otherwise goes back in,
+   * into room reserved before it queues again. Past the deadline, or when
+   * the heap cannot grow, the request tries once more and ends. */
+  int booked =
+      n->timeout.deadline == UINT64_MAX || n->timeout.index != TL_HEAP_NONE;
   int r;
 
-  if (deadline == UINT64_MAX || tl_now_ns() < deadline) {
-    /* The timer took the node out of the heap only once the deadline had
-     * passed, so its deadline is still booked unless the clock says so;
-     * a heap that cannot grow then ends the wait with this last try. */
-    if (deadline == UINT64_MAX || n->timeout.index != TL_HEAP_NONE ||
-        tl_heap_reserve(&e->heap, 1) == 0) {
-      r = tl_gate_retry_async(&n->w);
-      if (r == TL_RESULT_PENDING) {
-        if (deadline != UINT64_MAX && n->timeout.index == TL_HEAP_NONE &&
-            tl_heap_push(&e->heap, &n->timeout) == 0 && n->timeout.index == 0)
-          tl__arm_timer(e);
-        return 1;
-      }
-      goto done;
+  if (tl_now_ns() < n->timeout.deadline &&
+      (booked || tl_heap_reserve(&e->heap, 1) == 0)) {
+    r = tl_gate_retry_async(&n->w);
+    if (r == TL_RESULT_PENDING) {
+      if (!booked && tl_heap_push(&e->heap, &n->timeout) == 0 &&
+          n->timeout.index == 0)
+        tl__arm_timer(e);
+      return 1;
     }
+  } else {
+    r = tl_gate_acquire((int32_t *)n->w.addr, n->w.gate, n->w.lock_id,
+                        n->w.amount, 0, NULL);
   }
-  r = tl_gate_acquire((int32_t *)n->w.addr, n->w.gate, n->w.lock_id,
-                      n->w.amount, 0, NULL);
-done:
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
     n->w.owner_died = r == TL_RESULT_OWNER_DIED;
     *state = TL_NOTIFIED;

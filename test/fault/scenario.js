@@ -55,6 +55,17 @@ async function main () {
     }
     ;(await next)()
   })
+  await step('AsyncLock throughput', async () => {
+    const lock = new tl.AsyncLock(word(new SharedArrayBuffer(4)), 0, { fair: false })
+    const release = await lock.acquire()
+    let next
+    try {
+      next = lock.acquire({ timeout: 10000 })
+    } finally {
+      release()
+    }
+    ;(await next)()
+  })
   await step('Semaphore', async () => {
     const sem = new tl.Semaphore(1, word(new SharedArrayBuffer(4), 1))
     const release = await sem.acquire()
