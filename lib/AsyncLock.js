@@ -43,16 +43,13 @@ const { binding, selfId } = require('./native')
 const { LockError, codes } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
 
-const ID_MASK = 0x1fffffff
-const OWNER_DIED_BIT = 0x20000000
-const WAITERS_BIT = 0x40000000
-const WOKEN_BIT = 0x80000000 | 0
-
-// Native result codes and release flags (src/waiters.h).
-const ACQUIRED = 5
-const OWNER_DIED = 6
-const BARGE = 1
-const HANDOFF = 2
+// Word bits, result codes and release flags of the native core
+// (src/waiters.h).
+const {
+  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
+  LOCK_WOKEN: WOKEN_BIT, RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED,
+  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+} = binding.constants
 
 // A slice: how long a thread may keep taking the lock while others wait.
 const SLICE_GRANTS = 4096

@@ -14,8 +14,7 @@
 const g = require('./gate')
 const { SharedSlot } = require('./SharedSlot')
 
-const MASK = 0x1fffffff
-const WRITER = 0x20000000
+const { RW_MASK: MASK, RW_WRITER: WRITER } = require('./native').binding.constants
 const { compareExchange, load } = Atomics
 
 class RWLock extends SharedSlot {

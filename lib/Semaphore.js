@@ -12,7 +12,7 @@
 const g = require('./gate')
 const { SharedSlot } = require('./SharedSlot')
 
-const MASK = 0x3fffffff
+const { SEM_MASK: MASK } = require('./native').binding.constants
 const { compareExchange, load, store } = Atomics
 
 function readPermits (k, where) {

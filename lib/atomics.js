@@ -16,7 +16,8 @@ const { asIntN } = BigInt
 const { trunc } = Math
 
 // Native result codes, see src/waiters.h.
-const RESULTS = ['ok', 'not-equal', 'timed-out']
+const { RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT } = binding.constants
+const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out' }
 const MAX_SAFE_INDEX = Number.MAX_SAFE_INTEGER
 
 function describe (value) {

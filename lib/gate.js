@@ -9,21 +9,15 @@ const { binding, selfId } = require('./native')
 const { LockError, AbortError, codes } = require('./errors')
 const { describe } = require('./atomics')
 
-// Gate kinds and result codes of the native core (src/waiters.h).
-const GATE_LOCK = 1
-const GATE_SEM = 2
-const GATE_READ = 3
-const GATE_WRITE = 4
-const OK = 0
-const TIMED_OUT = 2
-const INTERRUPTED = 3
-const ACQUIRED = 5
-const OWNER_DIED = 6
-const EDEADLK = -35
-const ENOTOWNER = -1
-const EOVERFLOW = -75
-
-const WAITERS_BIT = 0x40000000
+// Gate kinds, result codes and the waiters bit of the native core, written
+// once in src/waiters.h.
+const {
+  GATE_LOCK, GATE_SEM, GATE_READ, GATE_WRITE,
+  RESULT_OK: OK, RESULT_TIMED_OUT: TIMED_OUT, RESULT_INTERRUPTED: INTERRUPTED,
+  RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED,
+  EDEADLK, ENOTOWNER, EOVERFLOW,
+  GATE_WAITERS: WAITERS_BIT
+} = binding.constants
 const dispose = Symbol.dispose || Symbol.for('nodejs.dispose')
 
 // Marks a constructor call made by `from()`: attach, do not initialize.

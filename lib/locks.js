@@ -11,9 +11,7 @@ const { binding } = require('./native')
 const { describe } = require('./atomics')
 
 // Phases of the native table (src/names.h).
-const QUEUED = 1
-const HELD = 2
-const STOLEN = 4
+const { NAMED_QUEUED: QUEUED, NAMED_HELD: HELD, NAMED_STOLEN: STOLEN } = binding.constants
 
 // Only this module creates Lock objects: like the Web Locks API (and
 // worker_threads.locks), `new Lock()` from script is a TypeError.

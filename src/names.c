@@ -6,21 +6,19 @@
  */
 #include "names.h"
 
-#include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "platform.h"
 
 #define TL_NAMES_BUCKETS 256
 
 struct tl_record_s {
-  tl_record_t *next_rec;  /* hash chain; protected by tl__names_lock */
-  tl_named_t *queue_head; /* FIFO of requests; protected by the lock */
-  tl_named_t *queue_tail;
-  tl_named_t *held; /* held locks, oldest first; protected */
-  tl_named_t *held_tail;
-  size_t len;      /* immutable */
-  uint16_t name[]; /* immutable */
+  tl_record_t *next_rec; /* hash chain; protected by tl__names_lock */
+  tl_queue_t queue;      /* FIFO of requests; protected by the lock */
+  tl_queue_t held;       /* held locks, oldest first; protected by the lock */
+  size_t len;            /* immutable */
+  uint16_t name[];       /* immutable */
 };
 
 static tl_mutex_t tl__names_lock;
@@ -58,9 +56,11 @@ tl__record(const uint16_t *name, size_t len, int create)
       return rec;
   if (!create)
     return NULL;
-  rec = calloc(1, sizeof(*rec) + len * sizeof(uint16_t));
+  rec = tl__calloc(1, sizeof(*rec) + len * sizeof(uint16_t));
   if (rec == NULL)
     return NULL;
+  tl_queue_init(&rec->queue);
+  tl_queue_init(&rec->held);
   rec->len = len;
   memcpy(rec->name, name, len * sizeof(uint16_t));
   rec->next_rec = tl__names[h];
@@ -75,40 +75,14 @@ tl__record_gc(tl_record_t *rec)
 {
   tl_record_t **p;
 
-  if (rec->queue_head != NULL || rec->held != NULL)
+  if (!tl_queue_empty(&rec->queue) || !tl_queue_empty(&rec->held))
     return;
   for (p = &tl__names[tl__names_hash(rec->name, rec->len)]; *p != rec;
        p = &(*p)->next_rec)
     ;
   *p = rec->next_rec;
   tl__names_count--;
-  free(rec);
-}
-
-static void
-tl__list_append(tl_named_t **head, tl_named_t **tail, tl_named_t *r)
-{
-  r->next = NULL;
-  r->prev = *tail;
-  if (*tail != NULL)
-    (*tail)->next = r;
-  else
-    *head = r;
-  *tail = r;
-}
-
-static void
-tl__list_remove(tl_named_t **head, tl_named_t **tail, tl_named_t *r)
-{
-  if (r->prev != NULL)
-    r->prev->next = r->next;
-  else
-    *head = r->next;
-  if (r->next != NULL)
-    r->next->prev = r->prev;
-  else
-    *tail = r->prev;
-  r->next = r->prev = NULL;
+  tl__free(rec);
 }
 
 /* Web Locks "is grantable" for the head of the queue (or a request that
@@ -117,13 +91,16 @@ tl__list_remove(tl_named_t **head, tl_named_t **tail, tl_named_t *r)
 static int
 tl__grantable(tl_record_t *rec, int exclusive)
 {
-  if (rec->held == NULL)
+  tl_queue_t *q;
+
+  if (tl_queue_empty(&rec->held))
     return 1;
   if (exclusive)
     return 0;
-  for (tl_named_t *h = rec->held; h != NULL; h = h->next)
-    if (h->exclusive)
+  tl_queue_foreach (q, &rec->held) {
+    if (tl_queue_data(q, tl_named_t, node)->exclusive)
       return 0;
+  }
   return 1;
 }
 
@@ -132,7 +109,7 @@ tl__hold(tl_record_t *rec, tl_named_t *r)
 {
   r->rec = rec;
   r->phase = TL_NAMED_HELD;
-  tl__list_append(&rec->held, &rec->held_tail, r);
+  tl_queue_insert_tail(&rec->held, &r->node);
 }
 
 /* Web Locks "process the lock request queue": grants from the head for as
@@ -140,10 +117,12 @@ tl__hold(tl_record_t *rec, tl_named_t *r)
 static void
 tl__process(tl_record_t *rec)
 {
-  tl_named_t *r;
+  while (!tl_queue_empty(&rec->queue)) {
+    tl_named_t *r = tl_queue_data(tl_queue_head(&rec->queue), tl_named_t, node);
 
-  while ((r = rec->queue_head) != NULL && tl__grantable(rec, r->exclusive)) {
-    tl__list_remove(&rec->queue_head, &rec->queue_tail, r);
+    if (!tl__grantable(rec, r->exclusive))
+      return;
+    tl_queue_remove(&r->node);
     tl__hold(rec, r);
     r->on_event(r, TL_NAMED_EVENT_GRANTED);
   }
@@ -157,7 +136,7 @@ tl_named_request(tl_named_t *r, const uint16_t *name, size_t len, int exclusive,
   tl_record_t *rec;
   int phase;
 
-  r->next = r->prev = NULL;
+  tl_queue_init(&r->node);
   r->rec = NULL;
   r->client = client;
   r->exclusive = (uint8_t)(exclusive != 0);
@@ -167,19 +146,20 @@ tl_named_request(tl_named_t *r, const uint16_t *name, size_t len, int exclusive,
   rec = tl__record(name, len, 1);
   if (rec == NULL) {
     tl_mutex_unlock(&tl__names_lock);
-    return -1;
+    return TL_NAMED_ENOMEM;
   }
   if (steal) {
     /* Steal: every holder loses its lock at once; the request goes first. */
-    tl_named_t *h;
-    while ((h = rec->held) != NULL) {
-      tl__list_remove(&rec->held, &rec->held_tail, h);
+    while (!tl_queue_empty(&rec->held)) {
+      tl_named_t *h =
+          tl_queue_data(tl_queue_head(&rec->held), tl_named_t, node);
+      tl_queue_remove(&h->node);
       h->rec = NULL;
       h->phase = TL_NAMED_STOLEN;
       h->on_event(h, TL_NAMED_EVENT_STOLEN);
     }
     tl__hold(rec, r);
-  } else if (rec->queue_head == NULL && tl__grantable(rec, exclusive)) {
+  } else if (tl_queue_empty(&rec->queue) && tl__grantable(rec, exclusive)) {
     tl__hold(rec, r);
   } else if (if_available) {
     r->phase = TL_NAMED_UNAVAILABLE;
@@ -187,7 +167,7 @@ tl_named_request(tl_named_t *r, const uint16_t *name, size_t len, int exclusive,
   } else {
     r->rec = rec;
     r->phase = TL_NAMED_QUEUED;
-    tl__list_append(&rec->queue_head, &rec->queue_tail, r);
+    tl_queue_insert_tail(&rec->queue, &r->node);
   }
   phase = r->phase;
   tl_mutex_unlock(&tl__names_lock);
@@ -204,13 +184,12 @@ tl_named_release(tl_named_t *r)
   tl_mutex_lock(&tl__names_lock);
   phase = r->phase;
   rec = r->rec;
-  if (phase == TL_NAMED_HELD) {
-    tl__list_remove(&rec->held, &rec->held_tail, r);
+  /* The node is on its record's queue or held list, or on none. */
+  tl_queue_remove(&r->node);
+  if (phase == TL_NAMED_HELD)
     r->phase = TL_NAMED_RELEASED;
-  } else if (phase == TL_NAMED_QUEUED) {
-    tl__list_remove(&rec->queue_head, &rec->queue_tail, r);
+  else if (phase == TL_NAMED_QUEUED)
     r->phase = TL_NAMED_CANCELLED;
-  }
   r->rec = NULL;
   if (rec != NULL) {
     tl__process(rec);
@@ -230,7 +209,7 @@ tl_named_cancel(tl_named_t *r)
   tl_mutex_lock(&tl__names_lock);
   rec = r->rec;
   if (r->phase == TL_NAMED_QUEUED) {
-    tl__list_remove(&rec->queue_head, &rec->queue_tail, r);
+    tl_queue_remove(&r->node);
     r->phase = TL_NAMED_CANCELLED;
     r->rec = NULL;
     tl__process(rec);
@@ -249,9 +228,11 @@ tl_named_query(tl_named_visit_cb visit, void *data)
   for (int held = 1; held >= 0; held--) {
     for (size_t i = 0; i < TL_NAMES_BUCKETS; i++) {
       for (tl_record_t *rec = tl__names[i]; rec != NULL; rec = rec->next_rec) {
-        tl_named_t *r = held ? rec->held : rec->queue_head;
-        for (; r != NULL; r = r->next)
+        tl_queue_t *q;
+        tl_queue_foreach (q, held ? &rec->held : &rec->queue) {
+          tl_named_t *r = tl_queue_data(q, tl_named_t, node);
           visit(data, rec->name, rec->len, r->exclusive, r->client, held);
+        }
       }
     }
   }

@@ -9,19 +9,29 @@
 #ifndef TL_NAMES_H_
 #define TL_NAMES_H_
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
-enum {
-  TL_NAMED_QUEUED = 1,     /* waiting in its name's queue */
-  TL_NAMED_HELD = 2,       /* granted and not yet released */
-  TL_NAMED_RELEASED = 3,   /* released by its holder */
-  TL_NAMED_STOLEN = 4,     /* taken away by a steal request */
-  TL_NAMED_CANCELLED = 5,  /* withdrawn before a grant */
-  TL_NAMED_UNAVAILABLE = 6 /* ifAvailable and not grantable: not linked */
-};
+#include "queue.h"
+
+/* The phases of a request, shared with JavaScript (binding.constants) in
+ * the form of waiters.h: XX(name, value) is TL_<name> in C. */
+#define TL_NAMED_MAP(XX)                                                       \
+  XX(NAMED_QUEUED, 1)      /* waiting in its name's queue */                   \
+  XX(NAMED_HELD, 2)        /* granted and not yet released */                  \
+  XX(NAMED_RELEASED, 3)    /* released by its holder */                        \
+  XX(NAMED_STOLEN, 4)      /* taken away by a steal request */                 \
+  XX(NAMED_CANCELLED, 5)   /* withdrawn before a grant */                      \
+  XX(NAMED_UNAVAILABLE, 6) /* ifAvailable and not grantable: not linked */
+
+#define TL__NAMED_ENUM_ENTRY(name, value) TL_##name = (value),
+enum { TL_NAMED_MAP(TL__NAMED_ENUM_ENTRY) };
 
 enum { TL_NAMED_EVENT_GRANTED = 1, TL_NAMED_EVENT_STOLEN = 2 };
+
+/* tl_named_request ran out of memory (the value of TL_ENOMEM). */
+#define TL_NAMED_ENOMEM (-ENOMEM)
 
 typedef struct tl_named_s tl_named_t;
 typedef struct tl_record_s tl_record_t;
@@ -32,8 +42,7 @@ typedef struct tl_record_s tl_record_t;
 typedef void (*tl_named_cb)(tl_named_t *r, int event);
 
 struct tl_named_s {
-  tl_named_t *next;     /* queue or held list; protected by the table lock */
-  tl_named_t *prev;     /* protected by the table lock */
+  tl_queue_t node;      /* queue or held list; protected by the table lock */
   tl_record_t *rec;     /* protected by the table lock */
   int phase;            /* TL_NAMED_*; protected by the table lock */
   uint32_t client;      /* the requesting thread's id; immutable */
@@ -42,7 +51,8 @@ struct tl_named_s {
 };
 
 /* Starts a request for `name` (UTF-16 code units). Returns the new phase:
- * HELD when granted at once, QUEUED, or UNAVAILABLE (if_available only).
+ * HELD when granted at once, QUEUED, or UNAVAILABLE (if_available only);
+ * or TL_NAMED_ENOMEM, with nothing changed, when memory ran out.
  * With `steal`, every lock held under the name is marked STOLEN (reported
  * through its callback) and the request is granted at once. */
 int tl_named_request(tl_named_t *r, const uint16_t *name, size_t len,

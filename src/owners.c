@@ -7,8 +7,7 @@
  */
 #include "waiters.h"
 
-#include <stdlib.h>
-
+#include "alloc.h"
 #include "platform.h"
 #include "tl_internal.h"
 
@@ -43,21 +42,24 @@ tl_thread_alive(uint32_t id)
   return alive;
 }
 
-void
+int
 tl_thread_register(uint32_t id)
 {
   tl_once(&tl__registry_once, tl__registry_init);
   tl_mutex_lock(&tl__registry_lock);
   if (tl__registry_len == tl__registry_cap) {
     size_t cap = tl__registry_cap ? tl__registry_cap * 2 : 16;
-    uint32_t *grown = realloc(tl__registry, cap * sizeof(*grown));
-    if (grown == NULL)
-      abort();
+    uint32_t *grown = tl__realloc(tl__registry, cap * sizeof(*grown));
+    if (grown == NULL) {
+      tl_mutex_unlock(&tl__registry_lock);
+      return TL_ENOMEM;
+    }
     tl__registry = grown;
     tl__registry_cap = cap;
   }
   tl__registry[tl__registry_len++] = id;
   tl_mutex_unlock(&tl__registry_lock);
+  return 0;
 }
 
 void

@@ -8,6 +8,7 @@
 #ifndef TL_PLATFORM_H_
 #define TL_PLATFORM_H_
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <uv.h>
@@ -46,6 +47,36 @@ tl__check_init(int rc)
 {
   if (rc != 0)
     abort();
+}
+
+/* Converts a relative timeout in milliseconds into an absolute deadline in
+ * nanoseconds on the tl_now_ns clock; UINT64_MAX stands for no deadline.
+ * The one conversion of the waits, the gates and the async glue. */
+static inline uint64_t
+tl__deadline(double timeout_ms)
+{
+  uint64_t now = tl_now_ns();
+  double ns;
+
+  /* DoWait step 9: NaN and +Infinity mean no deadline, negative means 0. */
+  if (isnan(timeout_ms) || (isinf(timeout_ms) && timeout_ms > 0))
+    return UINT64_MAX;
+  if (timeout_ms <= 0)
+    return now;
+  ns = ceil(timeout_ms * 1e6);
+  if (ns >= (double)(UINT64_MAX - now))
+    return UINT64_MAX;
+  return now + (uint64_t)ns;
+}
+
+/* Fibonacci hashing of an address into `bits` bits: multiplying by 2^64
+ * divided by the golden ratio spreads the 4- or 8-byte aligned addresses of
+ * neighbouring elements evenly over the top bits. */
+static inline size_t
+tl__addr_hash(uintptr_t addr, unsigned bits)
+{
+  return (size_t)(((uint64_t)addr * UINT64_C(0x9E3779B97F4A7C15)) >>
+                  (64 - bits));
 }
 
 static inline void

@@ -11,7 +11,6 @@
 #include "waiters.h"
 
 #include <assert.h>
-#include <math.h>
 #include <stdlib.h>
 
 #include "platform.h"
@@ -39,13 +38,11 @@ tl__table_init(void)
     tl_mutex_init(&tl__table[i].lock);
 }
 
-/* Fibonacci hashing spreads the 4- or 8-byte aligned addresses evenly. */
 tl_bucket_t *
 tl__bucket(uintptr_t addr)
 {
-  uint64_t h = (uint64_t)addr * UINT64_C(0x9E3779B97F4A7C15);
   tl_once(&tl__table_once, tl__table_init);
-  return &tl__table[h >> (64 - TL_BUCKET_BITS)];
+  return &tl__table[tl__addr_hash(addr, TL_BUCKET_BITS)];
 }
 
 tl_bucket_t *
@@ -61,25 +58,6 @@ tl__load(const void *addr, int width)
   if (width == 8)
     return atomic_load((_Atomic int64_t *)addr);
   return atomic_load((_Atomic int32_t *)addr);
-}
-
-/* Converts a relative timeout in milliseconds into an absolute deadline in
- * nanoseconds; UINT64_MAX stands for no deadline. */
-uint64_t
-tl__deadline(double timeout_ms)
-{
-  uint64_t now = tl_now_ns();
-  double ns;
-
-  /* DoWait step 9: NaN and +Infinity mean no deadline, negative means 0. */
-  if (isnan(timeout_ms) || (isinf(timeout_ms) && timeout_ms > 0))
-    return UINT64_MAX;
-  if (timeout_ms <= 0)
-    return now;
-  ns = ceil(timeout_ms * 1e6);
-  if (ns >= (double)(UINT64_MAX - now))
-    return UINT64_MAX;
-  return now + (uint64_t)ns;
 }
 
 /* Appends `w` to the bucket's FIFO. Expects b->lock. */

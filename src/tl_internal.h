@@ -40,10 +40,6 @@ typedef struct tl_sync_waiter_s {
 tl_bucket_t *tl__bucket(uintptr_t addr);
 tl_bucket_t *tl__bucket_at(size_t i);
 
-/* table.c: a relative timeout in milliseconds as an absolute deadline in
- * nanoseconds (UINT64_MAX: none). */
-uint64_t tl__deadline(double timeout_ms);
-
 /* table.c: the bucket FIFO. All of these expect b->lock. */
 void tl__enqueue(tl_bucket_t *b, tl_waiter_t *w);
 void tl__enqueue_front(tl_bucket_t *b, tl_waiter_t *w);

@@ -7,78 +7,94 @@
 #ifndef TL_WAITERS_H_
 #define TL_WAITERS_H_
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* The constants that JavaScript shares with the core are each written once,
+ * in these tables, and exported from there (binding.constants). Each entry
+ * is XX(name, value): the C name is TL_<name>, the JavaScript name <name>.
+ */
+
 /* Outcomes of a wait or acquire (nonnegative). */
-enum {
-  TL_RESULT_OK = 0,          /* woken by a notify */
-  TL_RESULT_NOT_EQUAL = 1,   /* the value did not match; nothing enqueued */
-  TL_RESULT_TIMED_OUT = 2,   /* the deadline passed first */
-  TL_RESULT_INTERRUPTED = 3, /* the probe asked the waiter to give up */
-  TL_RESULT_PENDING = 4,     /* an async waiter is now enqueued */
-  TL_RESULT_ACQUIRED = 5,    /* the lock is now held by the caller */
-  TL_RESULT_OWNER_DIED = 6   /* as ACQUIRED, taken over from a dead owner */
-};
+#define TL_RESULT_MAP(XX)                                                      \
+  XX(RESULT_OK, 0)          /* woken by a notify */                            \
+  XX(RESULT_NOT_EQUAL, 1)   /* the value did not match; nothing enqueued */    \
+  XX(RESULT_TIMED_OUT, 2)   /* the deadline passed first */                    \
+  XX(RESULT_INTERRUPTED, 3) /* the probe asked the waiter to give up */        \
+  XX(RESULT_PENDING, 4)     /* an async waiter is now enqueued */              \
+  XX(RESULT_ACQUIRED, 5)    /* the lock is now held by the caller */           \
+  XX(RESULT_OWNER_DIED, 6)  /* as ACQUIRED, taken over from a dead owner */
 
-/* Errors (negative). */
-#define TL_EDEADLK (-35)   /* the caller owns the lock or is queued for it */
-#define TL_ENOTOWNER (-1)  /* release by a thread that is not the owner */
-#define TL_EINVAL (-22)    /* a bad gate, id or amount */
-#define TL_EOVERFLOW (-75) /* a release beyond TL_SEM_MASK permits */
+/* Errors (negative), named after their <errno.h> counterparts. */
+#define TL_ERRNO_MAP(XX)                                                       \
+  XX(EDEADLK, -EDEADLK)     /* the caller owns the lock or is queued for it */ \
+  XX(ENOTOWNER, -EPERM)     /* release by a thread that is not the owner */    \
+  XX(EINVAL, -EINVAL)       /* a bad gate, id or amount */                     \
+  XX(EOVERFLOW, -EOVERFLOW) /* a release beyond TL_SEM_MASK permits */         \
+  XX(ENOMEM, -ENOMEM)       /* an allocation failed; nothing changed */
 
-/* Lock word layout: 0 is free; otherwise the low 29 bits hold the owner's
- * id (a thread id plus one, never 0), TL_LOCK_OWNER_DIED says that the
- * current owner took the lock over from a thread that died holding it, and
- * TL_LOCK_WAITERS says that lock waiters may be enqueued for the word. Both
- * bits make the owner's compare-exchange release fail, so that the release
- * goes through tl_lock_release. */
-#define TL_LOCK_WAITERS 0x40000000
-#define TL_LOCK_OWNER_DIED 0x20000000
-#define TL_LOCK_ID_MASK 0x1fffffff
+/* What a gate waiter waits to take. */
+#define TL_GATE_MAP(XX)                                                        \
+  XX(GATE_NONE, 0)  /* a plain wait, woken by tl_notify */                     \
+  XX(GATE_LOCK, 1)  /* the lock, for lock_id */                                \
+  XX(GATE_SEM, 2)   /* `amount` permits */                                     \
+  XX(GATE_READ, 3)  /* a read lock */                                          \
+  XX(GATE_WRITE, 4) /* the write lock, for lock_id */
 
-/* Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
- * waiters bit: while it is set only the core changes the word. */
-#define TL_GATE_WAITERS TL_LOCK_WAITERS
+/* Gate word layouts.
+ *
+ * Lock word: 0 is free; otherwise the low 29 bits hold the owner's id (a
+ * thread id plus one, never 0), LOCK_OWNER_DIED says that the current owner
+ * took the lock over from a thread that died holding it, and LOCK_WAITERS
+ * says that lock waiters may be enqueued for the word. Both bits make the
+ * owner's compare-exchange release fail, so that the release goes through
+ * tl_lock_release.
+ *
+ * Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
+ * waiters bit (GATE_WAITERS): while it is set only the core changes the
+ * word. A semaphore word holds the permits available in the low 30 bits
+ * (SEM_MASK). A read-write lock word holds, with RW_WRITER set, the
+ * writer's id in the low 29 bits (RW_MASK), otherwise the number of readers
+ * there.
+ *
+ * LOCK_WOKEN (bit 31, barging mode): a release woke the oldest waiter to
+ * compete for the word, and it has not tried yet. While it is set a release
+ * wakes nobody else, so the owner may free the word with a
+ * compare-exchange; the woken waiter gives the bit back when it tries.
+ *
+ * As the `amount` of a TL_GATE_LOCK request or release, LOCK_BARGE selects
+ * the barging mode (all users of a word must agree): a release frees the
+ * word and wakes the oldest waiter to compete with running threads, which
+ * may take the word while waiters sleep; without it every release with
+ * waiters hands the lock to the oldest (strict FIFO). LOCK_HANDOFF on a
+ * barging release hands the lock over anyway: the owner's slice is over. A
+ * waiter that has waited TL_LOCK_STARVING_NS or longer is handed the lock
+ * too. */
+#define TL_WORD_MAP(XX)                                                        \
+  XX(LOCK_WAITERS, 0x40000000)                                                 \
+  XX(LOCK_OWNER_DIED, 0x20000000)                                              \
+  XX(LOCK_ID_MASK, 0x1fffffff)                                                 \
+  XX(LOCK_WOKEN, INT32_MIN)                                                    \
+  XX(GATE_WAITERS, 0x40000000)                                                 \
+  XX(SEM_MASK, 0x3fffffff)                                                     \
+  XX(RW_WRITER, 0x20000000)                                                    \
+  XX(RW_MASK, 0x1fffffff)                                                      \
+  XX(LOCK_BARGE, 1)                                                            \
+  XX(LOCK_HANDOFF, 2)
 
-/* Semaphore word: the permits available in the low 30 bits. */
-#define TL_SEM_MASK 0x3fffffff
+#define TL__ENUM_ENTRY(name, value) TL_##name = (value),
+enum { TL_RESULT_MAP(TL__ENUM_ENTRY) };
+enum { TL_ERRNO_MAP(TL__ENUM_ENTRY) };
+enum { TL_GATE_MAP(TL__ENUM_ENTRY) };
+enum { TL_WORD_MAP(TL__ENUM_ENTRY) };
 
-/* Read-write lock word: with TL_RW_WRITER set, the writer's id in the low
- * 29 bits; otherwise the number of readers there. */
-#define TL_RW_WRITER 0x20000000
-#define TL_RW_MASK 0x1fffffff
-
-/* Bit 31 of a lock word in the barging mode: a release woke the oldest
- * waiter to compete for the word, and it has not tried yet. While it is set
- * a release wakes nobody else, so the owner may free the word with a
- * compare-exchange; the woken waiter clears it when it tries. */
-#define TL_LOCK_WOKEN ((int32_t)0x80000000u)
-
-/* `amount` of a TL_GATE_LOCK request or release. TL_LOCK_BARGE is the
- * mode (all users of a word must agree): a release frees the word and wakes
- * the oldest waiter to compete with running threads, which may take the
- * word while waiters sleep; without it every release with waiters hands the
- * lock to the oldest (strict FIFO). TL_LOCK_HANDOFF on a barging release
- * hands the lock over anyway: the owner's slice is over. A waiter that has
- * waited TL_LOCK_STARVING_NS or longer is handed the lock too. */
-#define TL_LOCK_BARGE 1
-#define TL_LOCK_HANDOFF 2
 #define TL_LOCK_STARVING_NS 1000000
 
 /* How long a woken lock waiter watches a free word for its owner to take it
  * again before it takes the word itself (see gates.c). */
 #define TL_LOCK_COURTESY_NS 2000
-
-/* What a gate waiter waits to take. */
-enum {
-  TL_GATE_NONE = 0, /* a plain wait, woken by tl_notify */
-  TL_GATE_LOCK = 1, /* the lock, for lock_id */
-  TL_GATE_SEM = 2,  /* `amount` permits */
-  TL_GATE_READ = 3, /* a read lock */
-  TL_GATE_WRITE = 4 /* the write lock, for lock_id */
-};
 
 typedef enum tl_state {
   TL_WAITING = 0,
@@ -114,7 +130,7 @@ struct tl_waiter_s {
   uint8_t granted;     /* gate waiters: NOTIFIED with the gate handed over */
   uint8_t requeue;     /* sync lock waiters: enqueue at the front */
   uint8_t woken;       /* lock waiters: woken to compete, owes the word its
-                          TL_LOCK_WOKEN bit back; protected by the bucket
+                          LOCK_WOKEN bit back; protected by the bucket
                           lock */
   uint64_t since;      /* gate waiters: when the request first queued */
   uint8_t parked;      /* sync waiters: protected by the bucket lock */
@@ -179,9 +195,10 @@ int tl_gate_retry_async(tl_waiter_t *w);
  * the lock) and passes a throughput-mode wake on. No-op unless NOTIFIED. */
 void tl_gate_abandon(tl_waiter_t *w);
 
-/* The registry of live lock owners. Unregistering hands every lock the id
- * still holds to its first waiter, marked as taken from a dead owner. */
-void tl_thread_register(uint32_t id);
+/* The registry of live lock owners. Registering returns 0 or TL_ENOMEM.
+ * Unregistering hands every lock the id still holds to its first waiter,
+ * marked as taken from a dead owner. */
+int tl_thread_register(uint32_t id);
 void tl_thread_unregister(uint32_t id);
 int tl_thread_alive(uint32_t id);
 

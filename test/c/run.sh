@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds every test/c/<behaviour>.c together with the core (src/table.c,
-# src/gates.c, src/owners.c) three ways (plain, ThreadSanitizer,
-# AddressSanitizer + UndefinedBehaviorSanitizer),
-# runs them all, and fails on any failed test or sanitizer report.
+# gates.c, owners.c, names.c, heap.c, alloc.c) three ways (plain,
+# ThreadSanitizer, AddressSanitizer + UndefinedBehaviorSanitizer), runs them
+# all, and fails on any failed test or sanitizer report.
 #
 # Usage: test/c/run.sh [test ...]     (default: every test/c/*.c)
 # Environment: TL_VARIANTS (default "plain tsan asan"), CC (plain build),
@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 
 out=test/c/build
-core="src/table.c src/gates.c src/owners.c"
+core="src/table.c src/gates.c src/owners.c src/names.c src/heap.c src/alloc.c"
 variants=${TL_VARIANTS:-plain tsan asan}
 
 # CI starts from a fresh machine; install only what is missing.
@@ -27,7 +27,9 @@ if ! pkg-config --exists libuv 2>/dev/null ||
   fi
 fi
 
-cflags="-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Isrc"
+# TL_FAULT_INJECTION only adds the allocation hooks, which stay idle unless
+# a test (alloc_fail) arms them.
+cflags="-std=c11 -D_GNU_SOURCE -DTL_FAULT_INJECTION -Wall -Wextra -Werror -Isrc"
 cflags="$cflags $(pkg-config --cflags libuv)"
 libs="-luv -lpthread -lm"
 plain_cc=${CC:-cc}

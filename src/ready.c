@@ -1,0 +1,214 @@
+/* How a woken or expired request gets back to its own thread: the env's
+ * ready queue, drained in batches by its threadsafe function, and the one
+ * deadline timer per env. Any thread may queue a node; only the env's
+ * thread drains the queue and runs the timer.
+ */
+#include "env.h"
+
+/* The ready queue. */
+
+/* Appends `n` unless a named node is queued already, merging `events` into
+ * it; then, if the queue was empty, asks the env's thread to drain it. A
+ * closing function refuses the call, which is fine: teardown frees the
+ * nodes either way. Any thread; takes and releases ready_lock. */
+static void
+tl__ready_push(tl_async_t *n, int events)
+{
+  tl_env_t *e = n->env;
+  int was_empty = 0;
+
+  tl_mutex_lock(&e->ready_lock);
+  n->events |= (uint8_t)events;
+  if (!n->in_ready) {
+    n->in_ready = n->kind == TL_NODE_NAMED;
+    was_empty = tl_queue_empty(&e->ready);
+    tl_queue_insert_tail(&e->ready, &n->ready);
+  }
+  tl_mutex_unlock(&e->ready_lock);
+  if (was_empty)
+    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+}
+
+void
+tl__make_ready(tl_async_t *n)
+{
+  tl__ready_push(n, 0);
+}
+
+void
+tl__settle(tl_waiter_t *w)
+{
+  tl__make_ready((tl_async_t *)w);
+}
+
+/* Any thread, under the names table lock: a grant or steal for `r`. The
+ * node is queued for its env's thread once; events that come before that
+ * thread runs are merged. */
+void
+tl__named_event(tl_named_t *r, int event)
+{
+  tl_named_node_t *nn = tl_queue_data(r, tl_named_node_t, r);
+
+  tl__ready_push(&nn->a, event);
+}
+
+/* The deadline timer. Env thread only. */
+
+/* From the event loop: moves expired waiters to the ready queue; a waiter
+ * that a notify took first is already on its way there. */
+static void
+tl__on_timer(uv_timer_t *timer)
+{
+  tl_env_t *e = timer->data;
+  uint64_t now = tl_now_ns();
+  tl_heap_node_t *t;
+
+  while ((t = tl_heap_min(&e->heap)) != NULL && t->deadline <= now) {
+    tl_async_t *n = tl_queue_data(t, tl_async_t, timeout);
+    tl_heap_remove(&e->heap, t);
+    if (tl_cancel(&n->w, TL_TIMED_OUT))
+      tl__make_ready(n);
+  }
+  tl__arm_timer(e);
+}
+
+void
+tl__arm_timer(tl_env_t *e)
+{
+  tl_heap_node_t *t = tl_heap_min(&e->heap);
+  uint64_t now, ms;
+
+  if (t == NULL) {
+    uv_timer_stop(e->timer);
+    return;
+  }
+  now = tl_now_ns();
+  /* Round up so that the timer never fires before the deadline; if the
+   * loop's clock still runs it early, the callback re-arms. */
+  ms = t->deadline > now ? (t->deadline - now + 999999) / 1000000 : 0;
+  uv_timer_start(e->timer, tl__on_timer, ms, 0);
+}
+
+/* Env thread: a throughput-mode release woke the lock request `n` without
+ * handing it the lock. Competes for it again; returns 1 if the request went
+ * back to the front of the queue (still pending), else 0 with *state set
+ * for the resolution. Past its deadline it only tries once. */
+static int
+tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
+{
+  /* The timer takes a node out of the heap only once its deadline passed;
+   * one that is out of it while the clock says otherwise goes back in,
+   * into room reserved before it queues again. Past the deadline, or when
+   * the heap cannot grow, the request tries once more and ends. */
+  int booked =
+      n->timeout.deadline == UINT64_MAX || n->timeout.index != TL_HEAP_NONE;
+  int r;
+
+  if (tl_now_ns() < n->timeout.deadline &&
+      (booked || tl_heap_reserve(&e->heap, 1) == 0)) {
+    r = tl_gate_retry_async(&n->w);
+    if (r == TL_RESULT_PENDING) {
+      if (!booked && tl_heap_push(&e->heap, &n->timeout) == 0 &&
+          n->timeout.index == 0)
+        tl__arm_timer(e);
+      return 1;
+    }
+  } else {
+    /* It was woken, so it must try (that gives the word's woken bit back)
+     * before it leaves: queued again, it leaves at once. */
+    r = tl_gate_retry_async(&n->w);
+    if (r == TL_RESULT_PENDING && !tl_cancel(&n->w, TL_TIMED_OUT))
+      return 1; /* granted meanwhile: the grant is on its way here */
+  }
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
+    n->w.owner_died = r == TL_RESULT_OWNER_DIED;
+    *state = TL_NOTIFIED;
+  } else {
+    *state = TL_TIMED_OUT;
+  }
+  return 0;
+}
+
+/* Env thread, from the threadsafe function: resolves every ready node in
+ * one pass. `env` is NULL while the function is being torn down; teardown
+ * frees the nodes then. */
+void
+tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
+{
+  tl_env_t *e = context;
+  tl_queue_t batch;
+  napi_value results, ok, timed_out;
+
+  (void)js_cb;
+  (void)data;
+  if (env == NULL)
+    return;
+  /* The two result strings are made once per thread, and read once per
+   * batch, into the scope of this call. Reading fails only once the thread
+   * can no longer run JavaScript; teardown then frees the queued nodes. */
+  if (napi_get_reference_value(env, e->results, &results) != napi_ok ||
+      napi_get_element(env, results, 0, &ok) != napi_ok ||
+      napi_get_element(env, results, 1, &timed_out) != napi_ok)
+    return;
+
+  /* Take the batch. A node leaves it before it is handled, so that a
+   * retried request can be queued again at once; a named node stays marked
+   * in_ready until it was handled, so that neither a release nor its
+   * token's finalizer frees it first, and its later events merge. */
+  tl_mutex_lock(&e->ready_lock);
+  tl_queue_move(&e->ready, &batch);
+  tl_mutex_unlock(&e->ready_lock);
+
+  while (!tl_queue_empty(&batch)) {
+    tl_async_t *n = tl_queue_data(tl_queue_head(&batch), tl_async_t, ready);
+    napi_handle_scope scope;
+    napi_value result;
+    int state = atomic_load(&n->w.state);
+
+    tl_queue_remove(&n->ready);
+    if (n->kind == TL_NODE_NAMED) {
+      int again;
+      tl_mutex_lock(&e->ready_lock);
+      n->done_events = n->events;
+      n->events = 0;
+      tl_mutex_unlock(&e->ready_lock);
+      if (!n->done)
+        tl__named_deliver(env, e, (tl_named_node_t *)n);
+      /* Events that came while it was handled go around once more. */
+      tl_mutex_lock(&e->ready_lock);
+      n->in_ready = 0;
+      again = n->events != 0;
+      tl_mutex_unlock(&e->ready_lock);
+      if (again)
+        tl__ready_push(n, 0);
+      else
+        tl__maybe_free(n);
+      continue;
+    }
+    if (n->done) {
+      /* Its booking failed after a notify took it; the caller has its
+       * error already and gave back what the notify brought. */
+      tl__maybe_free(n);
+      continue;
+    }
+    if (n->kind == TL_NODE_GATE && state == TL_NOTIFIED && !n->w.granted &&
+        tl__gate_retry(e, n, &state))
+      continue;
+    TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
+    if (n->kind == TL_NODE_GATE) {
+      int code = state == TL_NOTIFIED ? (n->w.owner_died ? TL_RESULT_OWNER_DIED
+                                                         : TL_RESULT_ACQUIRED)
+                                      : TL_RESULT_TIMED_OUT;
+      TL_NAPI_FATAL(napi_create_int32(env, code, &result));
+    } else {
+      result = state == TL_NOTIFIED ? ok : timed_out;
+    }
+    /* Resolving can only fail when the thread is going away; teardown
+     * then reclaims the node. */
+    napi_resolve_deferred(env, n->deferred, result);
+    n->deferred = NULL;
+    napi_close_handle_scope(env, scope);
+    tl__retire(e, n);
+  }
+  tl__arm_timer(e);
+}
