@@ -2,12 +2,8 @@
 
 // AsyncLock: an owner-aware lock in one Int32 of a SharedArrayBuffer.
 //
-// Lock word (src/waiters.h): 0 is free; otherwise the low 29 bits hold the
-// owner's thread id + 1, bit 29 says the owner took the lock over from a
-// thread that died holding it, bit 30 that waiters are queued in the core,
-// and bit 31 that one of them was woken and is on its way. An uncontended
-// acquire (0 -> id) and release (id -> 0) are one compare-exchange each,
-// here in JavaScript.
+// The word and its fast paths are lib/LockWord.js. An uncontended acquire
+// and release are one compare-exchange each, here in JavaScript.
 //
 // The default policy is eventual fairness. A running thread may take a free
 // lock even while others sleep, and the release that frees it wakes the
@@ -42,23 +38,14 @@ const { describe } = require('./atomics')
 const { binding, selfId } = require('./native')
 const { LockError, codes } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
+const { LockWord, HANDOFF } = require('./LockWord')
 
-// Word bits, result codes and release flags of the native core
-// (src/waiters.h).
 const {
-  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
-  LOCK_WOKEN: WOKEN_BIT, RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED,
-  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT,
+  RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED
 } = binding.constants
 
-// A slice: how long a thread may keep taking the lock while others wait.
-const SLICE_GRANTS = 4096
-const SLICE_MS = 0.5
-const RESERVE_HOPS = 3
-
 const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
-
-const { compareExchange, load } = Atomics
 
 function readMode (options, where) {
   if (options === undefined) return false
@@ -76,17 +63,11 @@ class AsyncLock {
   #i32
   #buffer
   #byteOffset
-  #fifo
-  #flags
+  #word
   #queue = new ThreadQueue()
-  #streak = 0 // grants taken in a row while others waited
-  #sliceEnd = 0 // performance.now() when the slice ends
-  #guard = false // another thread took the word in a gap of this slice
-  #reserved = false // released through the promise API, word kept
-  #hops = 0 // microtasks the reservation has lasted
-  #chain = false // a #settle microtask is queued
-  #settle = () => this.#endReservation()
   #drop = (req, err) => this.#dropRequest(req, err)
+  // A release through the promise API (see LockWord.leave).
+  #leave = () => { if (this.#queue.size !== 0 || !this.#word.leave()) this.unlock() }
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
@@ -96,11 +77,11 @@ class AsyncLock {
    */
   constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0, options = undefined) {
     g.validateSlot(buffer, byteOffset, 4, 'AsyncLock')
-    this.#fifo = readMode(options, 'AsyncLock')
-    this.#flags = this.#fifo ? 0 : BARGE
+    const fifo = readMode(options, 'AsyncLock')
     this.#buffer = buffer
     this.#byteOffset = byteOffset
     this.#i32 = new Int32Array(buffer, byteOffset, 1)
+    this.#word = new LockWord(this.#i32, fifo, () => this.unlock())
   }
 
   /** Reopens a lock from its `handle`, e.g. one posted to a worker. */
@@ -112,23 +93,23 @@ class AsyncLock {
 
   /** A structured-clonable description of the lock. */
   get handle () {
-    return { buffer: this.#buffer, byteOffset: this.#byteOffset, fifo: this.#fifo }
+    return { buffer: this.#buffer, byteOffset: this.#byteOffset, fifo: this.#word.fifo }
   }
 
   get buffer () { return this.#buffer }
   get byteOffset () { return this.#byteOffset }
   /** true for strict FIFO hand-off. */
-  get fifo () { return this.#fifo }
+  get fifo () { return this.#word.fifo }
 
   /** Whether some thread holds the lock. */
   get locked () {
-    return !this.#reserved && (load(this.#i32, 0) & ID_MASK) !== 0
+    return (this.#word.value & ID_MASK) !== 0
   }
 
   /** The threadId of the holder, or null. */
   get owner () {
-    const id = load(this.#i32, 0) & ID_MASK
-    return id === 0 || this.#reserved ? null : id - 1
+    const id = this.#word.value & ID_MASK
+    return id === 0 ? null : id - 1
   }
 
   /** How many requests (sync or async, all threads) wait for the lock. */
@@ -144,145 +125,55 @@ class AsyncLock {
    * the next release.
    */
   get ownerDied () {
-    return (load(this.#i32, 0) & OWNER_DIED_BIT) !== 0
-  }
-
-  // The compare-exchange acquire. Outside the FIFO mode a word without an
-  // owner is free even while waiters are queued.
-  #fast () {
-    if (this.#reserved) {
-      this.#reserved = false
-      return true
-    }
-    const v = compareExchange(this.#i32, 0, 0, selfId)
-    if (v === 0) return true
-    if (!this.#fifo && (v & ID_MASK) === 0 &&
-      compareExchange(this.#i32, 0, v, v | selfId) === v) return true
-    // Lost in the middle of a slice: somebody takes the word in the gaps
-    // between this thread's grants, so its releases will reserve it.
-    if (this.#streak !== 0) this.#guard = true
-    return false
+    return (this.#word.value & OWNER_DIED_BIT) !== 0
   }
 
   /** Blocks this thread until it holds the lock. */
   lock (options) {
-    if (options === undefined && this.#queue.size === 0 && this.#fast()) return
+    if (options === undefined && this.#queue.size === 0 && this.#word.fast()) return
     const timeout = g.readSyncOptions(options, 'AsyncLock.lock')
-    if (this.#queue.size === 0 && this.#fast()) return
-    if ((load(this.#i32, 0) & ID_MASK) === selfId || this.#queue.size !== 0) {
+    if (this.#queue.size === 0 && this.#word.fast()) return
+    if (this.#word.mine || this.#queue.size !== 0) {
       throw new LockError(codes.EDEADLK, 'AsyncLock.lock: this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
     }
-    g.gateSync(this.#i32, 0, g.GATE_LOCK, this.#flags, timeout, 'AsyncLock.lock')
-    this.#streak = 0
+    g.gateSync(this.#i32, 0, g.GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
+    this.#word.restart()
   }
 
   /** Takes the lock if that is possible without waiting. */
   tryLock () {
     if (this.#queue.size !== 0) return false // this thread's older requests come first
-    if (this.#fast()) return true
-    if ((load(this.#i32, 0) & ID_MASK) === selfId) return false
-    const r = binding.gateAcquire(this.#i32, 0, g.GATE_LOCK, selfId, this.#flags, 0)
+    if (this.#word.fast()) return true
+    if (this.#word.mine) return false
+    const r = binding.gateAcquire(this.#i32, 0, g.GATE_LOCK, selfId, this.#word.flags, 0)
     return r === ACQUIRED || r === OWNER_DIED
   }
 
-  /** Releases the lock held by this thread. */
+  /**
+   * Releases the lock held by this thread. While its slice lasts, the
+   * thread's next queued request gets the lock directly.
+   */
   unlock () {
-    if (this.#reserved) this.#checkOwner(0)
     const queue = this.#queue
     if (queue.size === 0 || queue.first.native) {
-      const v = compareExchange(this.#i32, 0, selfId, 0)
-      if (v === selfId) {
-        this.#streak = 0
-        this.#guard = false
-        return
-      }
-      this.#checkOwner(v)
-      this.#release(v, 0)
+      this.#word.unlock()
       return
     }
-    const v = load(this.#i32, 0)
-    this.#checkOwner(v)
+    const v = this.#word.value
+    this.#word.checkOwner(v)
     const next = queue.first
     queue.remove(next)
-    if ((v & OWNER_DIED_BIT) === 0 && this.#sliceLeft(v)) {
+    if (this.#word.keep(v)) {
       this.#grant(next, false) // this thread keeps the lock
       return
     }
-    this.#release(v, HANDOFF)
+    this.#word.release(v, HANDOFF)
     this.#send(next)
-  }
-
-  // A release through the promise API: while others wait, it keeps the word
-  // for a few microtasks (see the top of this file).
-  #leave () {
-    if (this.#guard && this.#queue.size === 0) {
-      const v = load(this.#i32, 0)
-      if ((v & ID_MASK) === selfId && (v & (OWNER_DIED_BIT | WAITERS_BIT)) === WAITERS_BIT) {
-        if (!this.#sliceLeft(v)) {
-          this.#release(v, HANDOFF)
-          return
-        }
-        this.#reserved = true
-        this.#hops = 0
-        if (!this.#chain) {
-          this.#chain = true
-          queueMicrotask(this.#settle)
-        }
-        return
-      }
-    }
-    this.unlock()
-  }
-
-  #endReservation () {
-    if (this.#reserved && ++this.#hops < RESERVE_HOPS) {
-      queueMicrotask(this.#settle)
-      return
-    }
-    this.#chain = false
-    if (!this.#reserved) return
-    this.#reserved = false
-    this.unlock()
-  }
-
-  #checkOwner (v) {
-    if ((v & ID_MASK) === selfId) return
-    const owner = (v & ID_MASK) === 0 ? null : (v & ID_MASK) - 1
-    throw new LockError(codes.ENOTOWNER, owner === null
-      ? 'AsyncLock.unlock: the lock is not held'
-      : `AsyncLock.unlock: called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
-  }
-
-  // Whether this thread's slice lets it keep the lock; counts one grant.
-  #sliceLeft (v) {
-    if ((v & WAITERS_BIT) === 0) return true
-    const s = ++this.#streak
-    if (s === 1) this.#sliceEnd = performance.now() + SLICE_MS
-    else if (s >= SLICE_GRANTS || ((s & 63) === 0 && performance.now() >= this.#sliceEnd)) {
-      this.#streak = 0
-      return false
-    }
-    return true
-  }
-
-  // Frees the word `v` (held by this thread with some bit set). Within the
-  // slice, and with nobody to wake, that is a compare-exchange; otherwise
-  // the core wakes or (HANDOFF, FIFO mode) hands over to the oldest waiter.
-  #release (v, handoff) {
-    if (!this.#fifo && handoff === 0 && (v & OWNER_DIED_BIT) === 0) {
-      if ((v & WAITERS_BIT) !== 0 && !this.#sliceLeft(v)) {
-        handoff = HANDOFF
-      } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
-        compareExchange(this.#i32, 0, v, v & ~ID_MASK) === v) {
-        return
-      }
-    }
-    g.gateRelease(this.#i32, 0, g.GATE_LOCK, this.#flags | handoff, 'AsyncLock.unlock')
   }
 
   // Resolves `req`, whose thread now holds the lock.
   #grant (req, ownerDied) {
-    req.resolve(g.makeRelease(() => this.#leave(), ownerDied))
+    req.resolve(g.makeRelease(this.#leave, ownerDied))
   }
 
   // A request waiting in this thread's queue ended by its timer or signal.
@@ -298,11 +189,11 @@ class AsyncLock {
     const timeout = g.remaining(req.deadline)
     const p = timeout === 0 && o.timeout !== 0
       ? Promise.reject(g.timeoutError(o.timeout, req.where))
-      : g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#flags,
+      : g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#word.flags,
         timeout === o.timeout ? o : { ...o, timeout }, req.where)
     p.then((ownerDied) => {
       this.#queue.remove(req)
-      this.#streak = 0
+      this.#word.restart()
       this.#grant(req, ownerDied)
     }, (err) => {
       this.#queue.remove(req)
@@ -310,7 +201,7 @@ class AsyncLock {
       // The next request of this thread competes now, unless this thread
       // holds the lock, whose release passes it on.
       const next = this.#queue.first
-      if (next !== null && (load(this.#i32, 0) & ID_MASK) !== selfId) this.#send(next)
+      if (next !== null && !this.#word.mine) this.#send(next)
     })
   }
 
@@ -332,25 +223,25 @@ class AsyncLock {
   // error messages. May throw synchronously on bad options.
   #acquire (options, where) {
     const idle = this.#queue.size === 0
-    if (options === undefined && idle && this.#fast()) {
-      return Promise.resolve(g.makeRelease(() => this.#leave(), this.ownerDied))
+    if (options === undefined && idle && this.#word.fast()) {
+      return Promise.resolve(g.makeRelease(this.#leave, this.ownerDied))
     }
     const o = options === undefined ? NO_OPTIONS : g.readAsyncOptions(options, where, true)
     if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
-    if (idle && this.#fast()) return Promise.resolve(g.makeRelease(() => this.#leave(), this.ownerDied))
+    if (idle && this.#word.fast()) return Promise.resolve(g.makeRelease(this.#leave, this.ownerDied))
     if (!o.blocking || o.timeout === 0) {
-      if (this.tryLock()) return Promise.resolve(g.makeRelease(() => this.#leave(), this.ownerDied))
+      if (this.tryLock()) return Promise.resolve(g.makeRelease(this.#leave, this.ownerDied))
       return Promise.reject(o.blocking ? g.timeoutError(0, where) : g.busyError(where))
     }
-    if (this.#fifo) {
-      return g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#flags, o, where)
-        .then((ownerDied) => g.makeRelease(() => this.#leave(), ownerDied))
+    if (this.#word.fifo) {
+      return g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#word.flags, o, where)
+        .then((ownerDied) => g.makeRelease(this.#leave, ownerDied))
     }
     return new Promise((resolve, reject) => {
       const req = new Request(o, where, resolve, reject)
       // While this thread holds the lock or has older requests, the
       // request waits here for the release that passes the lock on.
-      if (idle && (load(this.#i32, 0) & ID_MASK) !== selfId) {
+      if (idle && !this.#word.mine) {
         this.#queue.push(req, undefined)
         this.#send(req)
       } else {
@@ -365,7 +256,7 @@ class AsyncLock {
       throw new TypeError(`${where}: callback must be a function, received ${describe(callback)}`)
     }
     // Uncontended: skip the release function and the promise of acquire().
-    if (options !== undefined || this.#queue.size !== 0 || !this.#fast()) {
+    if (options !== undefined || this.#queue.size !== 0 || !this.#word.fast()) {
       const release = await this.#acquire(options, where)
       try {
         return await callback()

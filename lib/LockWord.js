@@ -1,0 +1,170 @@
+'use strict'
+
+// One thread's side of an AsyncLock word: the compare-exchange fast paths
+// and the policy that decides, at each release, between a compare-exchange,
+// a wake-up and a hand-off (see lib/AsyncLock.js for the policy as a whole).
+//
+// Lock word (src/waiters.h): 0 is free; otherwise the low 29 bits hold the
+// owner's thread id + 1, LOCK_OWNER_DIED says the owner took the lock over
+// from a thread that died holding it, LOCK_WAITERS that waiters are queued
+// in the core, and LOCK_WOKEN that one of them was woken to compete and is
+// on its way. An uncontended acquire (0 -> id) and release (id -> 0) are one
+// compare-exchange each.
+
+const g = require('./gate')
+const { binding, selfId } = require('./native')
+const { LockError, codes } = require('./errors')
+
+const {
+  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
+  LOCK_WOKEN: WOKEN_BIT, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+} = binding.constants
+
+// A slice: how long a thread may keep taking the lock while others wait.
+const SLICE_GRANTS = 4096
+const SLICE_MS = 0.5
+// How many microtasks a promise-API release may keep the word.
+const RESERVE_HOPS = 3
+
+const { compareExchange, load } = Atomics
+
+class LockWord {
+  #i32
+  #fifo
+  #flags
+  #streak = 0 // grants taken in a row while others waited
+  #sliceEnd = 0 // performance.now() when the slice ends
+  #guard = false // another thread took the word in a gap of this slice
+  #reserved = false // released through the promise API, word kept
+  #hops = 0 // microtasks the reservation has lasted
+  #chain = false // an #endReservation microtask is queued
+  #settle = () => this.#endReservation()
+  #unlock // what ends a reservation: the lock's full unlock()
+
+  constructor (i32, fifo, unlock) {
+    this.#i32 = i32
+    this.#fifo = fifo
+    this.#flags = fifo ? 0 : BARGE
+    this.#unlock = unlock
+  }
+
+  get fifo () { return this.#fifo }
+  /** The `amount` of this word's native requests and releases. */
+  get flags () { return this.#flags }
+  /** The word, or 0 while this thread only reserves it. */
+  get value () { return this.#reserved ? 0 : load(this.#i32, 0) }
+  get reserved () { return this.#reserved }
+  /** Whether this thread holds the lock. */
+  get mine () { return !this.#reserved && (load(this.#i32, 0) & ID_MASK) === selfId }
+
+  /** A grant that came after waiting starts a new slice. */
+  restart () { this.#streak = 0 }
+
+  // The compare-exchange acquire. Outside the FIFO mode a word without an
+  // owner is free even while waiters are queued.
+  fast () {
+    if (this.#reserved) {
+      this.#reserved = false
+      return true
+    }
+    const v = compareExchange(this.#i32, 0, 0, selfId)
+    if (v === 0) return true
+    if (!this.#fifo && (v & ID_MASK) === 0 &&
+      compareExchange(this.#i32, 0, v, v | selfId) === v) return true
+    // Lost in the middle of a slice: somebody takes the word in the gaps
+    // between this thread's grants, so its releases will reserve it.
+    if (this.#streak !== 0) this.#guard = true
+    return false
+  }
+
+  /** Frees the word held by this thread; throws ENOTOWNER otherwise. */
+  unlock () {
+    if (this.#reserved) this.checkOwner(0)
+    const v = compareExchange(this.#i32, 0, selfId, 0)
+    if (v === selfId) {
+      this.#streak = 0
+      this.#guard = false
+      return
+    }
+    this.checkOwner(v)
+    this.release(v, 0)
+  }
+
+  /**
+   * Whether this thread may keep the lock, its word read as `v`, for its
+   * own next request; counts one grant of the slice.
+   */
+  keep (v) {
+    return (v & OWNER_DIED_BIT) === 0 && this.#sliceLeft(v)
+  }
+
+  // A release through the promise API: while others wait, it keeps the word
+  // for a few microtasks (see lib/AsyncLock.js). Returns false when the
+  // caller must unlock as usual.
+  leave () {
+    if (!this.#guard) return false
+    const v = load(this.#i32, 0)
+    if ((v & ID_MASK) !== selfId || (v & (OWNER_DIED_BIT | WAITERS_BIT)) !== WAITERS_BIT) return false
+    if (!this.#sliceLeft(v)) {
+      this.release(v, HANDOFF)
+      return true
+    }
+    this.#reserved = true
+    this.#hops = 0
+    if (!this.#chain) {
+      this.#chain = true
+      queueMicrotask(this.#settle)
+    }
+    return true
+  }
+
+  #endReservation () {
+    if (this.#reserved && ++this.#hops < RESERVE_HOPS) {
+      queueMicrotask(this.#settle)
+      return
+    }
+    this.#chain = false
+    if (!this.#reserved) return
+    this.#reserved = false
+    this.#unlock()
+  }
+
+  checkOwner (v) {
+    if ((v & ID_MASK) === selfId) return
+    const owner = (v & ID_MASK) === 0 ? null : (v & ID_MASK) - 1
+    throw new LockError(codes.ENOTOWNER, owner === null
+      ? 'AsyncLock.unlock: the lock is not held'
+      : `AsyncLock.unlock: called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
+  }
+
+  // Whether this thread's slice lets it keep the lock; counts one grant.
+  #sliceLeft (v) {
+    if ((v & WAITERS_BIT) === 0) return true
+    const s = ++this.#streak
+    if (s === 1) this.#sliceEnd = performance.now() + SLICE_MS
+    else if (s >= SLICE_GRANTS || ((s & 63) === 0 && performance.now() >= this.#sliceEnd)) {
+      this.#streak = 0
+      return false
+    }
+    return true
+  }
+
+  /**
+   * Frees the word `v`, held by this thread. Within the slice, and with
+   * nobody to wake, that is a compare-exchange; otherwise the core wakes
+   * the oldest waiter or (`handoff`, FIFO mode) hands the lock to it.
+   */
+  release (v, handoff) {
+    if (!this.#fifo && handoff === 0 && (v & OWNER_DIED_BIT) === 0) {
+      if ((v & WAITERS_BIT) !== 0 && !this.#sliceLeft(v)) {
+        handoff = HANDOFF
+      } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
+        compareExchange(this.#i32, 0, v, v & ~ID_MASK) === v) {
+        return
+      }
+    }
+    g.gateRelease(this.#i32, 0, g.GATE_LOCK, this.#flags | (handoff ? HANDOFF : 0), 'AsyncLock.unlock')
+  }
+}
+
+module.exports = { LockWord, HANDOFF }
