@@ -167,12 +167,14 @@ function runGranted (r, token, id, resolve, reject) {
 // A lock granted inside request() gets that task from setImmediate, Node's
 // cheapest task (this turn of the event loop, no timer's minimum delay).
 // A queued request learns of its grant in a task already: the threadsafe
-// call that delivers a batch of grants settles their promises together, so
-// their handlers are the first microtasks of that task. The first callback
-// of the batch runs straight from its handler, which saves a turn of the
-// loop on every hand-off; the others get a setImmediate each, so that the
-// microtasks of the one before come first. The flag is cleared by a
-// microtask queued behind the batch's handlers, that is, once they all ran.
+// call that delivers a batch of grants settles their promises together,
+// before any script runs in that task. The first callback of the batch
+// runs straight from its handler, which saves a turn of the loop on every
+// hand-off; the others get a setImmediate each, so that the microtasks of
+// the one before come first. The flag is cleared by a microtask queued
+// behind the batch's handlers, that is, once they all ran. (The same
+// delivery may settle promises of the other primitives too; microtasks that
+// their handlers queue run after that first callback.)
 let grantTaskUsed = false
 
 function endGrantBatch () {
