@@ -226,7 +226,7 @@ export interface AsyncLockOptions {
    * `false` (default): fast and fair over time. A running thread may take a
    * free lock while others wait; a release wakes the oldest waiter to
    * compete; a thread hands the lock to the oldest waiter after a slice
-   * (4,096 grants or 0.5 ms while others wait), and a waiter that has waited
+   * (2,048 grants or 0.3 ms while others wait), and a waiter that has waited
    * 1 ms gets it handed over. `true`: strict FIFO hand-off at every release,
    * at the cost of one wake-up per grant under contention. Every thread
    * must open one lock word in the same mode (the handle carries it).

@@ -21,12 +21,15 @@ const {
 } = binding.constants
 
 // A slice: how long a thread may keep taking the lock while others wait.
-const SLICE_GRANTS = 4096
-const SLICE_MS = 0.5
+const SLICE_GRANTS = 2048
+const SLICE_MS = 0.3
 // How many microtasks a promise-API release may keep the word.
 const RESERVE_HOPS = 3
 
 const { compareExchange, load } = Atomics
+
+// Queues a microtask without queueMicrotask's per-call async resource.
+const RESOLVED = Promise.resolve()
 
 class LockWord {
   #i32
@@ -113,14 +116,14 @@ class LockWord {
     this.#hops = 0
     if (!this.#chain) {
       this.#chain = true
-      queueMicrotask(this.#settle)
+      RESOLVED.then(this.#settle)
     }
     return true
   }
 
   #endReservation () {
     if (this.#reserved && ++this.#hops < RESERVE_HOPS) {
-      queueMicrotask(this.#settle)
+      RESOLVED.then(this.#settle)
       return
     }
     this.#chain = false
@@ -142,7 +145,7 @@ class LockWord {
     if ((v & WAITERS_BIT) === 0) return true
     const s = ++this.#streak
     if (s === 1) this.#sliceEnd = performance.now() + SLICE_MS
-    else if (s >= SLICE_GRANTS || ((s & 63) === 0 && performance.now() >= this.#sliceEnd)) {
+    else if (s >= SLICE_GRANTS || ((s & 15) === 0 && performance.now() >= this.#sliceEnd)) {
       this.#streak = 0
       return false
     }
