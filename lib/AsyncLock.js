@@ -41,7 +41,7 @@ const { ThreadQueue, Request } = require('./ThreadQueue')
 const { LockWord, HANDOFF } = require('./LockWord')
 
 const {
-  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT,
+  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_PASSING: PASSING,
   RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED
 } = binding.constants
 
@@ -109,7 +109,7 @@ class AsyncLock {
   /** The threadId of the holder, or null. */
   get owner () {
     const id = this.#word.value & ID_MASK
-    return id === 0 ? null : id - 1
+    return id === 0 || id === PASSING ? null : id - 1
   }
 
   /** How many requests (sync or async, all threads) wait for the lock. */

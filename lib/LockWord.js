@@ -8,8 +8,9 @@
 // owner's thread id + 1, LOCK_OWNER_DIED says the owner took the lock over
 // from a thread that died holding it, LOCK_WAITERS that waiters are queued
 // in the core, and LOCK_WOKEN that one of them was woken to compete and is
-// on its way. An uncontended acquire (0 -> id) and release (id -> 0) are one
-// compare-exchange each.
+// on its way; an owner field of LOCK_PASSING means the word was passed to
+// that woken waiter. An uncontended acquire (0 -> id) and release (id -> 0)
+// are one compare-exchange each.
 
 const g = require('./gate')
 const { binding, selfId } = require('./native')
@@ -17,8 +18,10 @@ const { LockError, codes } = require('./errors')
 
 const {
   LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
-  LOCK_WOKEN: WOKEN_BIT, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+  LOCK_WOKEN: WOKEN_BIT, LOCK_PASSING: PASSING, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
 } = binding.constants
+// Somebody waits: queued in the core, or woken and on the way.
+const WAITING = WAITERS_BIT | WOKEN_BIT
 
 // A slice: how long a thread may keep taking the lock while others wait.
 const SLICE_GRANTS = 2048
@@ -134,7 +137,7 @@ class LockWord {
 
   checkOwner (v) {
     if ((v & ID_MASK) === selfId) return
-    const owner = (v & ID_MASK) === 0 ? null : (v & ID_MASK) - 1
+    const owner = (v & ID_MASK) === 0 || (v & ID_MASK) === PASSING ? null : (v & ID_MASK) - 1
     throw new LockError(codes.ENOTOWNER, owner === null
       ? 'AsyncLock.unlock: the lock is not held'
       : `AsyncLock.unlock: called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
@@ -142,7 +145,7 @@ class LockWord {
 
   // Whether this thread's slice lets it keep the lock; counts one grant.
   #sliceLeft (v) {
-    if ((v & WAITERS_BIT) === 0) return true
+    if ((v & WAITING) === 0) return true
     const s = ++this.#streak
     if (s === 1) this.#sliceEnd = performance.now() + SLICE_MS
     else if (s >= SLICE_GRANTS || ((s & 15) === 0 && performance.now() >= this.#sliceEnd)) {
@@ -159,7 +162,7 @@ class LockWord {
    */
   release (v, handoff) {
     if (!this.#fifo && handoff === 0 && (v & OWNER_DIED_BIT) === 0) {
-      if ((v & WAITERS_BIT) !== 0 && !this.#sliceLeft(v)) {
+      if ((v & WAITING) !== 0 && !this.#sliceLeft(v)) {
         handoff = HANDOFF
       } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
         compareExchange(this.#i32, 0, v, v & ~ID_MASK) === v) {

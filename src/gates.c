@@ -149,16 +149,17 @@ tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
 }
 
 /* A woken lock waiter gives its word's woken bit back before it competes,
- * so that the next release wakes a waiter again. If the word is in use,
- * the waiter does not compete at all: it goes back first in line (keeping
- * its age) and returns 1. A word that is free at that moment may belong to
- * an owner in a hot loop, between two of its critical sections, and taking
- * it would cut that owner's slice short (an owner on an event loop leaves
- * such gaps of a few hundred nanoseconds at every grant). So the waiter
- * watches a free word for TL_LOCK_COURTESY_NS first, and takes it (returns
- * 0) only if nobody does. The bit goes back in the same compare-exchange
- * that sets the waiters bit, so the owner's release cannot miss the waiter.
- * Expects b->lock. */
+ * so that the next release wakes a waiter again. A word that a release
+ * passed to it (owner LOCK_PASSING) it takes: returns ACQUIRED. If the word
+ * is in use, the waiter does not compete at all: it goes back first in line
+ * (keeping its age) and returns PENDING. A word that is free at that moment
+ * may belong to an owner in a hot loop, between two of its critical
+ * sections, and taking it would cut that owner's slice short (an owner on
+ * an event loop leaves such gaps of a few hundred nanoseconds at every
+ * grant). So the waiter watches a free word for TL_LOCK_COURTESY_NS first,
+ * and competes for it (returns 0) only if nobody takes it. The bit goes
+ * back in the same compare-exchange that sets the waiters bit, so the
+ * owner's release cannot miss the waiter. Expects b->lock. */
 static int
 tl__lock_yield(tl_bucket_t *b, tl_waiter_t *w)
 {
@@ -170,13 +171,20 @@ tl__lock_yield(tl_bucket_t *b, tl_waiter_t *w)
   for (;;) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
 
+    if (owner == TL_LOCK_PASSING) {
+      if (!atomic_compare_exchange_weak(
+              word, &v,
+              (v & ~(TL_LOCK_WOKEN | TL_LOCK_ID_MASK)) | (int32_t)w->lock_id))
+        continue;
+      return TL_RESULT_ACQUIRED;
+    }
     if (owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) {
       if (!atomic_compare_exchange_weak(word, &v,
                                         (v & ~TL_LOCK_WOKEN) | TL_GATE_WAITERS))
         continue;
       atomic_store(&w->state, TL_WAITING);
       tl__enqueue_front(b, w);
-      return 1;
+      return TL_RESULT_PENDING;
     }
     if (owner == 0) {
       uint64_t now = tl_now_ns();
@@ -204,8 +212,11 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
   int32_t v;
 
-  if (w->woken && tl__lock_yield(b, w))
-    return TL_RESULT_PENDING;
+  if (w->woken) {
+    int r = tl__lock_yield(b, w);
+    if (r != 0)
+      return r;
+  }
   v = atomic_load(word);
   for (;;) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
@@ -220,7 +231,8 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
     }
     if (!allow_self && (owner == w->lock_id || tl__queued(b, w)))
       return TL_EDEADLK;
-    if (owner != w->lock_id && !tl_thread_alive(owner)) {
+    if (owner != w->lock_id && owner != TL_LOCK_PASSING &&
+        !tl_thread_alive(owner)) {
       tl_waiter_t *first = tl__next_gate_waiter(b->head, w->addr);
       if (first == NULL) {
         /* Nobody queued: take over. Gate waiters only write a word with an
@@ -322,7 +334,7 @@ tl__valid_gate(int gate, uint32_t id, uint32_t amount)
     return 0;
   return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
           gate == TL_GATE_WRITE) &&
-         id != 0 && id <= TL_LOCK_ID_MASK;
+         id != 0 && id < TL_LOCK_PASSING;
 }
 
 int
@@ -433,8 +445,13 @@ tl__lock_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
   tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
 
   if (first == NULL) {
-    /* A woken waiter may still be on its way; its bit stays. */
-    atomic_store(word, v & TL_LOCK_WOKEN);
+    /* A woken waiter may still be on its way; its bit stays. If the
+     * owner's slice is over, the word waits for that waiter (LOCK_PASSING),
+     * so that running threads cannot take it first. */
+    if ((amount & TL_LOCK_HANDOFF) && (v & TL_LOCK_WOKEN))
+      atomic_store(word, TL_LOCK_WOKEN | TL_LOCK_PASSING);
+    else
+      atomic_store(word, v & TL_LOCK_WOKEN);
   } else if (!(amount & TL_LOCK_BARGE) || (amount & TL_LOCK_HANDOFF) ||
              tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
     /* Direct hand-off: the word never becomes free while `first` waits,
@@ -538,6 +555,9 @@ tl__abandon(tl_bucket_t *b, tl_waiter_t *w)
    * only. */
   w->woken = 0;
   atomic_fetch_and(word, ~TL_LOCK_WOKEN);
+  /* A word passed to this waiter has no owner to release it. */
+  if ((atomic_load(word) & TL_LOCK_ID_MASK) == TL_LOCK_PASSING)
+    atomic_fetch_and(word, ~TL_LOCK_ID_MASK);
   if ((atomic_load(word) & TL_LOCK_ID_MASK) == 0 &&
       (first = tl__next_gate_waiter(b->head, w->addr)) != NULL)
     tl__lock_wake(b, word, first);

@@ -63,6 +63,9 @@
  * compete for the word, and it has not tried yet. While it is set a release
  * wakes nobody else, so the owner may free the word with a
  * compare-exchange; the woken waiter gives the bit back when it tries.
+ * LOCK_PASSING in the owner field (never a thread's id): a release whose
+ * slice was over passed the word to that woken waiter, which takes it when
+ * it tries; nobody else can take it meanwhile.
  *
  * As the `amount` of a TL_GATE_LOCK request or release, LOCK_BARGE selects
  * the barging mode (all users of a word must agree): a release frees the
@@ -77,6 +80,7 @@
   XX(LOCK_OWNER_DIED, 0x20000000)                                              \
   XX(LOCK_ID_MASK, 0x1fffffff)                                                 \
   XX(LOCK_WOKEN, INT32_MIN)                                                    \
+  XX(LOCK_PASSING, 0x1fffffff)                                                 \
   XX(GATE_WAITERS, 0x40000000)                                                 \
   XX(SEM_MASK, 0x3fffffff)                                                     \
   XX(RW_WRITER, 0x20000000)                                                    \
