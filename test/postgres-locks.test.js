@@ -126,7 +126,10 @@ describe('threadlock/postgres in one process', function () {
         tokens.push(await b.request(name, { mode: 'shared' }, (l) => l.token))
       }
       const together = [hold(a, name, { mode: 'shared' }), hold(b, name, { mode: 'shared' })]
-      for (const h of together) tokens.push((await h.granted).token)
+      // Two shared holders at once get distinct tokens, in either order.
+      const pair = []
+      for (const h of together) pair.push((await h.granted).token)
+      tokens.push(...pair.sort((x, y) => (x < y ? -1 : 1)))
       for (const h of together) h.release()
       await Promise.all(together.map((h) => h.settled))
       tokens.push(await b.request(name, (l) => l.token))
