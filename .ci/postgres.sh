@@ -8,10 +8,12 @@
 #                                the URL goes to stdout; progress to stderr)
 #   bash .ci/postgres.sh stop    stops the cluster if `start` started it, and
 #                                nothing else
+#   bash .ci/postgres.sh cluster prints "<version> <name>" of the cluster
+#                                `start` uses
 #
-# The role may restart the cluster from the tests only when .ci/run says so
-# (THREADLOCK_PG_RESTART=1); THREADLOCK_PG_CLUSTER ("<version> <name>", as
-# printed to stderr here) tells them which cluster that is.
+# The tests may stop and start the cluster only when .ci/run says so
+# (THREADLOCK_PG_RESTART=1); THREADLOCK_PG_CLUSTER (from `cluster`) tells
+# them which cluster that is.
 set -euo pipefail
 
 ROLE=threadlock
@@ -68,7 +70,6 @@ ALTER ROLE $ROLE WITH LOGIN PASSWORD '$PASSWORD';
 SELECT 'CREATE DATABASE $DB OWNER $ROLE' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$DB')
 \gexec
 SQL
-  say "THREADLOCK_PG_CLUSTER=\"$version $name\""
   echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$port/$DB"
 }
 
@@ -87,8 +88,9 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  cluster) first_cluster | awk '{ print $1, $2 }' ;;
   *)
-    echo "usage: bash .ci/postgres.sh start|stop" >&2
+    echo "usage: bash .ci/postgres.sh start|stop|cluster" >&2
     exit 2
     ;;
 esac
