@@ -10,24 +10,12 @@
 // queue decides, and it is first come, first served.
 
 const { parseRequest } = require('./options')
-const { SessionError, codes } = require('./errors')
+const { SessionError, codes, endsSession } = require('./errors')
+const { SQL } = require('./advisory')
 const { Session } = require('./session')
 const { Slots } = require('./slots')
 const { NameTable } = require('./names')
 const { createLock } = require('./Lock')
-
-const SQL = {
-  exclusive: {
-    lock: 'SELECT pg_advisory_lock($1::int4, $2::int4)',
-    try: 'SELECT pg_try_advisory_lock($1::int4, $2::int4) AS ok',
-    unlock: 'SELECT pg_advisory_unlock($1::int4, $2::int4) AS ok'
-  },
-  shared: {
-    lock: 'SELECT pg_advisory_lock_shared($1::int4, $2::int4)',
-    try: 'SELECT pg_try_advisory_lock_shared($1::int4, $2::int4) AS ok',
-    unlock: 'SELECT pg_advisory_unlock_shared($1::int4, $2::int4) AS ok'
-  }
-}
 
 // States of a request (an entry of its name's queue).
 const LOCAL = 'local' // behind an earlier request of its name, here
@@ -243,17 +231,6 @@ function grantableHere (queue, mode) {
     if (e.mode === 'exclusive' || mode === 'exclusive') return false
   }
   return true
-}
-
-// Whether `err` says the session is gone: the server ended it (57P01-57P03,
-// shutdown or restart), the connection failed (class 08), or the socket
-// closed under node-postgres.
-function endsSession (err) {
-  if (err === null || typeof err !== 'object') return false
-  const code = typeof err.code === 'string' ? err.code : ''
-  return code.startsWith('57P') || code.startsWith('08') ||
-    ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED'].includes(code) ||
-    /Connection terminated/.test(String(err.message))
 }
 
 // Runs a callback and resolves with its outcome once its promise settles.

@@ -31,4 +31,15 @@ function notSupported (message) {
   return new DOMException(message, 'NotSupportedError')
 }
 
-module.exports = { SessionError, codes, notSupported }
+// Whether `err` says the session is gone: the server ended it (57P01-57P03,
+// shutdown or restart), the connection failed (class 08), or the socket
+// closed under node-postgres.
+function endsSession (err) {
+  if (err === null || typeof err !== 'object') return false
+  const code = typeof err.code === 'string' ? err.code : ''
+  return code.startsWith('57P') || code.startsWith('08') ||
+    ['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNREFUSED'].includes(code) ||
+    /Connection terminated/.test(String(err.message))
+}
+
+module.exports = { SessionError, codes, notSupported, endsSession }
