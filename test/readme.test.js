@@ -14,6 +14,7 @@ const path = require('path')
 
 const root = path.join(__dirname, '..')
 const README = path.join(root, 'README.md')
+const { needServer } = require('./fixtures/pg-env')
 
 // The fenced blocks of a Markdown text: { lang, code, line, output }, where
 // `output` is the text of a ```text block that follows directly.
@@ -49,6 +50,8 @@ function sandbox () {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadlock-readme-'))
   fs.mkdirSync(path.join(dir, 'node_modules'))
   fs.symlinkSync(root, path.join(dir, 'node_modules', 'threadlock'), 'dir')
+  // pg as well, as a project using threadlock/postgres installs it.
+  fs.symlinkSync(path.join(root, 'node_modules', 'pg'), path.join(dir, 'node_modules', 'pg'), 'dir')
   return dir
 }
 
@@ -83,7 +86,11 @@ describe('README.md', function () {
 
   for (const block of blocks) {
     const first = block.code.split('\n').find((l) => l.trim() && !l.startsWith('//')) || ''
-    it(`line ${block.line}: ${first.slice(0, 60)}`, () => {
+    // The examples of threadlock/postgres need its test server, and skip
+    // without one as its tests do (test/fixtures/pg-env.js).
+    const server = block.code.includes("'threadlock/postgres'")
+    it(`line ${block.line}: ${first.slice(0, 60)}`, async function () {
+      if (server) await needServer().call(this)
       const failure = runBlock(dir, block, `line-${block.line}`)
       assert.strictEqual(failure, null, `README.md line ${block.line}: ${failure}`)
     })

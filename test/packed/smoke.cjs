@@ -14,6 +14,9 @@ const addons = Object.keys(require.cache).filter((file) => file.endsWith('.node'
 assert.strictEqual(addons.length, 1, `one addon loaded: ${addons}`)
 assert.strictEqual(path.dirname(addons[0]), prebuilds)
 
+// Without the optional peer `pg`, the PostgreSQL subpath names it.
+assert.throws(() => require('threadlock/postgres'), (err) => /'pg'/.test(err.message))
+
 const lock = new AsyncLock()
 lock.lock()
 const worker = new Worker(path.join(__dirname, 'smoke-worker.cjs'), { workerData: { handle: lock.handle } })

@@ -1,0 +1,257 @@
+'use strict'
+
+// A LockManager (Web Locks semantics) over PostgreSQL session-level advisory
+// locks. Every request that goes to the server does so on a session of its
+// own, since locks of one session never conflict with each other. Within
+// one manager the requests of a name keep the order they were made in: a
+// request goes to the server only once every earlier request of its name is
+// held, so at most one request per name waits on the server while later
+// ones wait here, without a connection. Across processes the server's lock
+// queue decides, and it is first come, first served.
+
+const { parseRequest } = require('./options')
+const { SessionError, codes, endsSession } = require('./errors')
+const { SQL } = require('./advisory')
+const { Session } = require('./session')
+const { Slots } = require('./slots')
+const { NameTable } = require('./names')
+const { createLock } = require('./Lock')
+
+// States of a request (an entry of its name's queue).
+const LOCAL = 'local' // behind an earlier request of its name, here
+const STARTING = 'starting' // taking a slot and a session, finding the key
+const WAITING = 'waiting' // its lock statement runs on the server
+const HELD = 'held'
+
+class LockManager {
+  #pg
+  #pool
+  #ownPool
+  #slots
+  #queues = new Map()
+  #running = new Set()
+  #closed = false
+
+  /** Use createLockManager(). */
+  constructor (pg, pool, ownPool, settings) {
+    this.#pg = pg
+    this.#pool = pool
+    this.#ownPool = ownPool
+    this.#slots = new Slots(settings.maxConnections)
+    this.namespace = settings.namespace
+    this.names = new NameTable(settings.table, settings.namespace)
+    this.maxConnections = settings.maxConnections
+  }
+
+  get pg () { return this.#pg }
+  get pool () { return this.#pool }
+
+  /**
+   * Requests the lock `name` and runs `callback(lock)` once it is granted
+   * (or `callback(null)` with ifAvailable when it is not available now).
+   */
+  async request (name, options, callback) {
+    const r = parseRequest(name, options, callback)
+    if (this.#closed) throw new SessionError(codes.ECLOSED, 'request: the lock manager is closed')
+    if (r.signal !== undefined && r.signal.aborted) throw r.signal.reason
+    const queue = this.#queues.get(r.name) || []
+    if (r.ifAvailable && !grantableHere(queue, r.mode)) {
+      await null
+      return r.callback(null)
+    }
+    return new Promise((resolve, reject) => {
+      const e = { ...r, state: LOCAL, done: false, resolve, reject, session: null, running: null }
+      if (r.signal !== undefined) {
+        e.onAbort = () => this.#abort(e)
+        r.signal.addEventListener('abort', e.onAbort, { once: true })
+      }
+      queue.push(e)
+      this.#queues.set(r.name, queue)
+      this.#pump(r.name)
+    })
+  }
+
+  /** Resolves with the held and pending locks of every client of the server. */
+  async query () {
+    if (this.#closed) throw new SessionError(codes.ECLOSED, 'query: the lock manager is closed')
+    const version = await this.names.ensure(this.#pool)
+    const snapshot = { held: [], pending: [] }
+    for (const row of await this.names.locks(this.#pool, version)) {
+      ;(row.held ? snapshot.held : snapshot.pending).push({ name: row.name, mode: row.mode, clientId: row.clientId })
+    }
+    // Requests of this manager that the server cannot see yet.
+    for (const queue of this.#queues.values()) {
+      for (const e of queue) {
+        if (e.state === LOCAL || e.state === STARTING) snapshot.pending.push({ name: e.name, mode: e.mode, clientId: 'local' })
+      }
+    }
+    return snapshot
+  }
+
+  /**
+   * Refuses new requests, waits until every request made so far has
+   * settled, and ends the pool if the manager created it.
+   */
+  async close () {
+    this.#closed = true
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running])
+    if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
+  }
+
+  // Starts the first request of `name` that is not held, if it waits here.
+  #pump (name) {
+    const queue = this.#queues.get(name)
+    if (queue === undefined) return
+    if (queue.length === 0) {
+      this.#queues.delete(name)
+      return
+    }
+    for (const e of queue) {
+      if (e.state === HELD) continue
+      if (e.state === LOCAL) {
+        e.state = STARTING
+        const run = this.#run(e)
+        this.#running.add(run)
+        run.finally(() => this.#running.delete(run))
+      }
+      return
+    }
+  }
+
+  // Takes `e` out of its queue; the next request of its name may start.
+  #retire (e) {
+    e.done = true
+    if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
+    const queue = this.#queues.get(e.name)
+    const i = queue === undefined ? -1 : queue.indexOf(e)
+    if (i !== -1) queue.splice(i, 1)
+    this.#pump(e.name)
+  }
+
+  // Web Locks "signal to abort the request": the request rejects at once
+  // with the reason and leaves every queue. A lock statement still running
+  // on the server is cancelled there, by #run.
+  #abort (e) {
+    if (e.done) return
+    const session = e.session
+    const running = e.running
+    this.#retire(e)
+    e.reject(e.signal.reason)
+    if (e.ticket !== undefined) e.ticket.withdraw()
+    if (running !== null && e.state === WAITING) e.cancelled = session.cancel(running)
+  }
+
+  // One request from its start to its release. This function owns the
+  // request's slot and session and gives both back on every path.
+  async #run (e) {
+    let held = false
+    try {
+      e.ticket = this.#slots.take()
+      if (!(await e.ticket.granted)) return
+      e.slot = true
+      if (e.done) return
+      e.session = await Session.open(this)
+      if (!e.ref) e.session.ref(false)
+      if (e.done) return
+      const key = await this.names.keyOf(e.session.client, e.name)
+      if (e.done) return
+      const sql = SQL[e.mode]
+      if (e.ifAvailable) {
+        const [{ ok }] = await e.session.run(sql.try, [this.namespace, key])
+        if (!ok) {
+          this.#retire(e)
+          settle(e, () => e.callback(null))
+          return
+        }
+      } else {
+        e.state = WAITING
+        e.running = e.session.run(sql.lock, [this.namespace, key])
+        await e.running
+        e.running = null
+      }
+      held = true
+      if (e.done) return
+      const token = await this.names.fence(e.session.client, key)
+      if (e.done) return
+      e.state = HELD
+      if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
+      this.#pump(e.name)
+      const outcome = await run(e.callback, createLock(e.name, e.mode, token, e.session.lost))
+      // The lock is released before the request settles, as in Web Locks.
+      const lost = e.session.lost.aborted
+      if (!lost) held = !(await this.#unlock(e.session, sql.unlock, key))
+      this.#retire(e)
+      if (lost) e.reject(e.session.lost.reason)
+      else if (outcome.ok) e.resolve(outcome.value)
+      else e.reject(outcome.error)
+    } catch (err) {
+      if (!e.done) {
+        this.#retire(e)
+        e.reject(this.#explain(e, err))
+      }
+      held = true
+    } finally {
+      if (e.cancelled !== undefined) await e.cancelled
+      if (e.session !== null) {
+        // A session that holds (or may hold) a lock is ended, not reused.
+        if (held || e.session.lost.aborted || e.cancelled !== undefined) e.session.destroy()
+        else e.session.release()
+      }
+      if (e.slot) this.#slots.give()
+    }
+  }
+
+  // Releases a lock; resolves with whether the session is clean again.
+  async #unlock (session, sql, key) {
+    try {
+      const [{ ok }] = await session.run(sql, [this.namespace, key])
+      return ok === true
+    } catch {
+      return false
+    }
+  }
+
+  // The error a failed request rejects with.
+  #explain (e, err) {
+    if (err instanceof SessionError) return err
+    if (err && err.code === '42P01') this.names.reset()
+    if (e.session !== null && (e.session.lost.aborted || endsSession(err))) {
+      return new SessionError(codes.EWAITLOST,
+        `request: the PostgreSQL session ended while requesting lock ${JSON.stringify(e.name)}: ${err.message}`, { cause: err })
+    }
+    return err
+  }
+}
+
+// Whether an ifAvailable request could be granted as far as this manager
+// knows: its name has no request waiting, and none held that conflicts.
+function grantableHere (queue, mode) {
+  for (const e of queue) {
+    if (e.state !== HELD) return false
+    if (e.mode === 'exclusive' || mode === 'exclusive') return false
+  }
+  return true
+}
+
+// Runs a callback and resolves with its outcome once its promise settles.
+async function run (callback, lock) {
+  try {
+    return { ok: true, value: await callback(lock) }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+// Settles a request with the outcome of `fn()` (an ifAvailable null callback).
+function settle (e, fn) {
+  run(fn).then((outcome) => outcome.ok ? e.resolve(outcome.value) : e.reject(outcome.error))
+}
+
+Object.defineProperties(LockManager.prototype, {
+  request: { enumerable: true },
+  query: { enumerable: true },
+  [Symbol.toStringTag]: { value: 'LockManager', writable: false, enumerable: false, configurable: true }
+})
+Object.defineProperty(LockManager.prototype.request, 'length', { value: 2 })
+
+module.exports = { LockManager }

@@ -1,0 +1,131 @@
+'use strict'
+
+// Argument checks of createLockManager() and of LockManager.request(). The
+// request checks are those of threadlock.locks (lib/locks.js), in the same
+// order and with the same messages, so that code moving from threads to
+// machines sees the same errors; test/postgres-input.test.js compares the
+// two side by side. This file loads neither the addon nor pg.
+
+const { notSupported } = require('./errors')
+
+function describe (value) {
+  if (value === null) return 'null'
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'object') {
+    const name = value.constructor && value.constructor.name
+    return name ? `an instance of ${name}` : 'an object'
+  }
+  if (typeof value === 'symbol') return 'a symbol'
+  return `type ${typeof value}`
+}
+
+/** Checks request(name, [options], callback) as threadlock.locks does. */
+function parseRequest (name, options, callback) {
+  if (typeof name === 'symbol') {
+    throw new TypeError('request: name must be a string, received a symbol')
+  }
+  const n = `${name}`
+  if (callback === undefined) {
+    callback = options
+    options = undefined
+  }
+  if (typeof callback !== 'function') {
+    throw new TypeError(`request: callback must be a function, received ${describe(callback)}`)
+  }
+  // A WebIDL dictionary: undefined and null mean every default; any other
+  // object (functions included) is read member by member.
+  if (options !== undefined && options !== null && typeof options !== 'object' && typeof options !== 'function') {
+    throw new TypeError(`request: options must be an object, received ${describe(options)}`)
+  }
+  const o = options == null ? {} : options
+  const mode = o.mode === undefined ? 'exclusive' : `${o.mode}`
+  if (mode !== 'exclusive' && mode !== 'shared') {
+    throw new TypeError(`request: options.mode must be 'exclusive' or 'shared', received ${describe(o.mode)}`)
+  }
+  const ifAvailable = Boolean(o.ifAvailable)
+  const steal = Boolean(o.steal)
+  const signal = o.signal
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`request: options.signal must be an AbortSignal, received ${describe(signal)}`)
+  }
+  const ref = o.ref === undefined ? true : o.ref
+  if (typeof ref !== 'boolean') {
+    throw new TypeError(`request: options.ref must be a boolean, received ${describe(ref)}`)
+  }
+  if (n.startsWith('-')) throw notSupported("request: lock names starting with '-' are reserved")
+  if (steal && ifAvailable) throw notSupported('request: steal and ifAvailable cannot be combined')
+  if (steal && mode !== 'exclusive') throw notSupported("request: steal requires mode 'exclusive'")
+  if (signal !== undefined && (steal || ifAvailable)) {
+    throw notSupported('request: signal cannot be combined with steal or ifAvailable')
+  }
+  // A lock held by another machine cannot be taken away safely: its holder
+  // would go on writing until it heard of the steal. See the README.
+  if (steal) throw notSupported('request: steal is not supported by threadlock/postgres')
+  return { name: n, mode, ifAvailable, signal, ref, callback }
+}
+
+// The defaults of createLockManager(); README "Across processes and
+// machines" explains each.
+const DEFAULTS = Object.freeze({
+  maxConnections: 10,
+  // A classid of the two-key advisory lock functions that names this
+  // project's locks: 0x746c6f63, "tloc".
+  namespace: 0x746c6f63,
+  table: 'threadlock_locks'
+})
+
+function checkInteger (name, value, min, max) {
+  if (typeof value !== 'number') {
+    throw new TypeError(`createLockManager: options.${name} must be an integer, received ${describe(value)}`)
+  }
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`createLockManager: options.${name} must be an integer from ${min} to ${max}, received ${value}`)
+  }
+  return value
+}
+
+/** Checks createLockManager(poolOrConfig, options). */
+function parseManager (poolOrConfig, options) {
+  let pool = null
+  let config = null
+  if (typeof poolOrConfig === 'string') {
+    config = { connectionString: poolOrConfig }
+  } else if (poolOrConfig !== null && typeof poolOrConfig === 'object') {
+    if (typeof poolOrConfig.connect === 'function' && typeof poolOrConfig.query === 'function') {
+      // One client cannot give each request its own session.
+      if (!('totalCount' in poolOrConfig)) {
+        throw new TypeError('createLockManager: poolOrConfig must be a pg.Pool or a configuration, received a pg.Client (every request needs a session of its own)')
+      }
+      pool = poolOrConfig
+    } else {
+      config = { ...poolOrConfig }
+    }
+  } else if (poolOrConfig !== undefined) {
+    throw new TypeError(`createLockManager: poolOrConfig must be a pg.Pool, a configuration object or a connection string, received ${describe(poolOrConfig)}`)
+  } else {
+    // node-postgres reads PGHOST, PGUSER, ... for what is not given.
+    config = {}
+  }
+  if (options !== undefined && options !== null && typeof options !== 'object') {
+    throw new TypeError(`createLockManager: options must be an object, received ${describe(options)}`)
+  }
+  const o = options == null ? {} : options
+  const maxConnections = o.maxConnections === undefined
+    ? DEFAULTS.maxConnections
+    : checkInteger('maxConnections', o.maxConnections, 1, 10000)
+  const namespace = o.namespace === undefined
+    ? DEFAULTS.namespace
+    : checkInteger('namespace', o.namespace, -0x80000000, 0x7fffffff)
+  const table = o.table === undefined ? DEFAULTS.table : o.table
+  if (typeof table !== 'string') {
+    throw new TypeError(`createLockManager: options.table must be a string, received ${describe(table)}`)
+  }
+  // A plain or schema-qualified identifier, so that it can be quoted
+  // without surprises.
+  if (!/^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/.test(table)) {
+    throw new RangeError(`createLockManager: options.table must be a lower-case identifier, optionally schema-qualified, received '${table}'`)
+  }
+  return { pool, config, maxConnections, namespace, table }
+}
+
+module.exports = { parseRequest, parseManager, describe, DEFAULTS }

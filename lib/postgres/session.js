@@ -1,0 +1,173 @@
+'use strict'
+
+// One PostgreSQL session (one connection) lent to one lock request, from the
+// moment the request goes to the server until its lock is released. Advisory
+// locks belong to the session, so a session ends its locks when it ends: a
+// process that dies or a connection that drops frees them at once. A session
+// whose state is uncertain (cancelled, failed, lost) is never given back to
+// the pool: it is destroyed, which frees whatever it held or waited for.
+
+const { SessionError, codes } = require('./errors')
+
+// Settings given once to every connection the manager uses. The server
+// probes an idle client with TCP keepalives, so that a session behind a
+// half-open connection (a machine that vanished) ends after about a minute
+// instead of the system default of over two hours; and, from PostgreSQL 14
+// on, a backend waiting for a lock checks every second that its client is
+// still there, so that a killed waiter leaves the lock's queue promptly.
+const SETTINGS = [
+  'SET tcp_keepalives_idle = 30',
+  'SET tcp_keepalives_interval = 10',
+  'SET tcp_keepalives_count = 3'
+]
+const CHECK_INTERVAL = 'SET client_connection_check_interval = 1000'
+const prepared = new WeakSet()
+
+// How often a cancel request is repeated while the statement it targets has
+// not ended (a cancel that reaches the backend before the statement starts is
+// ignored by the server), and when to give up and drop the connection.
+const CANCEL_RETRY_MS = 250
+const CANCEL_GIVE_UP_MS = 10000
+
+class Session {
+  /**
+   * Takes a connection from the pool and prepares it. Runs on the manager's
+   * thread; rejects with a SessionError (ECONNECT).
+   */
+  static async open (manager) {
+    let client
+    try {
+      client = await manager.pool.connect()
+    } catch (err) {
+      throw new SessionError(codes.ECONNECT, `request: could not connect to PostgreSQL: ${err.message}`, { cause: err })
+    }
+    const session = new Session(manager, client)
+    try {
+      const version = await manager.names.ensure(client)
+      if (!prepared.has(client)) {
+        const settings = version >= 140000 ? [...SETTINGS, CHECK_INTERVAL] : SETTINGS
+        await client.query(settings.join('; '))
+        prepared.add(client)
+      }
+    } catch (err) {
+      session.destroy()
+      if (session.lost.aborted) throw session.lost.reason
+      throw new SessionError(codes.ECONNECT, `request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
+    }
+    return session
+  }
+
+  constructor (manager, client) {
+    this.manager = manager
+    this.client = client
+    this.controller = new AbortController()
+    this.released = false
+    // A connection error or its end while the session is lent out means
+    // the session, and every lock it held, is gone. The listeners stay on
+    // until the session is released, so an error never goes unheard (an
+    // unheard 'error' event would end the process).
+    this.onError = (err) => this.#lose(err)
+    this.onEnd = () => this.#lose(new Error('the connection ended'))
+    client.on('error', this.onError)
+    client.on('end', this.onEnd)
+  }
+
+  /** Aborts when the session ends while it is lent out. */
+  get lost () { return this.controller.signal }
+
+  #lose (err) {
+    if (this.released || this.controller.signal.aborted) return
+    const reason = new SessionError(codes.ELOCKLOST, `the PostgreSQL session ended: ${err.message}`, { cause: err })
+    this.controller.abort(reason)
+  }
+
+  /** The server process id of this session (pg_locks.pid). */
+  get pid () { return this.client.processID }
+
+  /** Runs one statement and resolves with its rows. */
+  async run (text, values) {
+    const result = await this.client.query(text, values)
+    return result.rows
+  }
+
+  /** Whether the socket keeps the process alive. */
+  ref (on) {
+    const stream = this.client.connection && this.client.connection.stream
+    if (stream && typeof stream.ref === 'function') {
+      if (on) stream.ref()
+      else stream.unref()
+    }
+  }
+
+  /**
+   * Cancels the statement `running` (a promise of this session's current
+   * query) with PostgreSQL's cancel request, repeating it until the
+   * statement ends, and then destroys the session. Resolves with the
+   * statement's outcome: { ok: true } if it completed before the cancel took
+   * effect. Never rejects.
+   */
+  async cancel (running) {
+    let settled = false
+    const outcome = running.then(() => ({ ok: true }), (error) => ({ ok: false, error }))
+    outcome.then(() => { settled = true })
+    const started = Date.now()
+    while (!settled && !this.lost.aborted) {
+      if (Date.now() - started > CANCEL_GIVE_UP_MS) break
+      await sendCancel(this.manager.pg, this.client).catch(() => {})
+      await Promise.race([outcome, delay(CANCEL_RETRY_MS)])
+    }
+    // Ending the connection ends the session and whatever it holds or waits
+    // for, even if the statement completed after all.
+    this.destroy()
+    return outcome
+  }
+
+  /** Gives a healthy connection back to the pool. */
+  release () {
+    if (this.released) return
+    this.#detach()
+    this.ref(true)
+    this.client.release()
+  }
+
+  /** Closes the connection: the session and its locks end. */
+  destroy () {
+    if (this.released) return
+    this.#detach()
+    // A discarded connection may still report an error as it closes.
+    this.client.on('error', ignore)
+    this.ref(true)
+    this.client.release(new Error('threadlock/postgres: session discarded'))
+  }
+
+  #detach () {
+    this.released = true
+    this.client.removeListener('error', this.onError)
+    this.client.removeListener('end', this.onEnd)
+  }
+}
+
+function ignore () {}
+
+function delay (ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref())
+}
+
+/**
+ * Sends the protocol's CancelRequest for `client`'s current statement on a
+ * connection of its own, which needs no login and no connection slot.
+ */
+function sendCancel (pg, client) {
+  return new Promise((resolve, reject) => {
+    const con = new pg.Connection()
+    const timer = setTimeout(() => { con.stream.destroy(); reject(new Error('cancel timed out')) }, 2000)
+    con.on('error', (err) => { clearTimeout(timer); con.stream.destroy(); reject(err) })
+    con.on('end', () => { clearTimeout(timer); resolve() })
+    con.once('connect', () => con.cancel(client.processID, client.secretKey))
+    const host = client.host
+    if (typeof host === 'string' && host.startsWith('/')) con.connect(`${host}/.s.PGSQL.${client.port}`)
+    else con.connect(client.port, host)
+  })
+}
+
+module.exports = { Session }

@@ -1,0 +1,231 @@
+// Types of threadlock/postgres: the named locks of threadlock.locks (Web
+// Locks semantics) on PostgreSQL session-level advisory locks, through
+// node-postgres (`pg`, an optional peer dependency that must be installed).
+
+import type { LockMode, LockManagerSnapshot } from './index'
+
+export type { LockMode, LockInfo, LockManagerSnapshot } from './index'
+
+/**
+ * What createLockManager() needs of a pool: node-postgres's `pg.Pool` (or a
+ * pool of the same shape). A single `pg.Client` is refused, since every
+ * request needs a session of its own.
+ */
+export interface PoolLike {
+  connect (): Promise<unknown>
+  query (text: string, values?: unknown[]): Promise<{ rows: any[] }>
+  end (): Promise<void>
+  readonly totalCount: number
+}
+
+/**
+ * A node-postgres pool configuration (`pg.PoolConfig`): `connectionString`,
+ * `host`, `port`, `user`, `password`, `database`, `ssl`, `keepAlive`, ...
+ * Fields not given come from the `PG*` environment variables.
+ */
+export interface PoolConfig {
+  connectionString?: string
+  host?: string
+  port?: number
+  user?: string
+  password?: string | (() => string | Promise<string>)
+  database?: string
+  ssl?: boolean | object
+  keepAlive?: boolean
+  keepAliveInitialDelayMillis?: number
+  connectionTimeoutMillis?: number
+  idleTimeoutMillis?: number
+  [option: string]: unknown
+}
+
+/** Options of {@link createLockManager}. */
+export interface LockManagerOptions {
+  /**
+   * How many sessions (connections) the manager's requests may use at once:
+   * one per held lock and one per request waiting on the server. Requests
+   * beyond it wait in the process, first come first served, and an abort
+   * takes them out. A manager that creates its own pool opens at most one
+   * more connection, for query(). Default 10. From 1 to 10000.
+   */
+  maxConnections?: number
+  /**
+   * The first key (classid) of the two-key advisory locks this manager takes;
+   * the second is the name's key from the name table. Change it only if
+   * another application uses two-key advisory locks with the same first
+   * key. Default 0x746c6f63. A 32-bit signed integer.
+   */
+  namespace?: number
+  /**
+   * The name table (created if missing): lower-case, optionally
+   * schema-qualified. Default `'threadlock_locks'`.
+   */
+  table?: string
+}
+
+/** Options of {@link LockManager.request}, as in threadlock.locks. */
+export interface LockRequestOptions {
+  /** `'exclusive'` (the default) or `'shared'`. */
+  mode?: LockMode
+  /**
+   * Do not wait: if the lock cannot be granted at once (held elsewhere in a
+   * conflicting mode, or a request of this manager waits for it), the
+   * callback runs with `null`.
+   */
+  ifAvailable?: boolean
+  /**
+   * Not supported here: a request with `steal: true` rejects with a
+   * DOMException named `NotSupportedError`.
+   */
+  steal?: false
+  /**
+   * Withdraws the request while it waits, also from the server's lock
+   * queue; the promise rejects with `signal.reason` at once. Cannot be
+   * combined with `ifAvailable`.
+   */
+  signal?: AbortSignal
+  /** Whether a waiting or held request keeps the process alive. Default `true`. */
+  ref?: boolean
+}
+
+/** A lock granted to a {@link LockManager.request} callback. */
+export declare class Lock {
+  /** Locks are made by {@link LockManager.request} only. */
+  private constructor ()
+  /** The name that was requested. */
+  readonly name: string
+  /** The mode it was granted in. */
+  readonly mode: LockMode
+  /**
+   * The fencing token of this grant: strictly greater than the token of
+   * every earlier grant of the same name, by any client. Pass it to the
+   * resource the lock protects, and have the resource refuse a token lower
+   * than the highest it has seen.
+   */
+  readonly token: bigint
+  /**
+   * Aborts if the session holding the lock ends while the callback runs
+   * (connection lost, server restart, `pg_terminate_backend`): the lock may
+   * then be granted to someone else, so stop the work. Its reason is a
+   * {@link SessionError} with code `'ELOCKLOST'`.
+   */
+  readonly signal: AbortSignal
+}
+
+/** The stable codes of a {@link SessionError}. */
+export type SessionErrorCode = 'ECONNECT' | 'EWAITLOST' | 'ELOCKLOST' | 'ECLOSED'
+
+/** An error of the connection to the server; tell the cases apart by `code`. */
+export declare class SessionError extends Error {
+  constructor (code: SessionErrorCode, message?: string, options?: { cause?: unknown })
+  readonly name: 'SessionError'
+  /**
+   * `ECONNECT`: no session could be opened; `EWAITLOST`: the session ended
+   * while the request waited (nothing is held); `ELOCKLOST`: the session
+   * ended while the lock was held; `ECLOSED`: the manager was closed.
+   */
+  readonly code: SessionErrorCode
+  /** The error of node-postgres or of the server, when there is one. */
+  readonly cause?: unknown
+  static readonly codes: { readonly [K in SessionErrorCode]: K }
+}
+
+/** The codes of {@link SessionError}, by name. */
+export declare const codes: { readonly [K in SessionErrorCode]: K }
+
+/**
+ * Named locks with the behaviour of threadlock.locks, held on a PostgreSQL
+ * server, so that every process and machine using the same server (and
+ * table) sees the same locks.
+ */
+export declare class LockManager {
+  private constructor ()
+  /**
+   * Waits for the lock `name`, runs `callback` while holding it, and
+   * resolves with the callback's result once the lock is released.
+   *
+   * Warning: a callback that awaits another request of the same manager
+   * while every connection (`maxConnections`) is in use waits forever.
+   *
+   * @param name the lock's name; names starting with `-` are reserved
+   * @param callback runs with the granted {@link Lock}
+   * @returns a promise of the callback's result; it rejects with a
+   *   {@link SessionError} if the session ends (`ELOCKLOST` even when the
+   *   callback succeeded, since the work ran partly without the lock)
+   */
+  request<T> (name: string, callback: (lock: Lock) => T | PromiseLike<T>): Promise<T>
+  /**
+   * Runs `callback` with the lock if it can be granted at once, otherwise
+   * with `null`.
+   *
+   * @param name the lock's name
+   * @param options `{ ifAvailable: true, mode, ref }`
+   * @param callback runs with the granted {@link Lock}, or `null`
+   * @returns a promise of the callback's result
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions & { ifAvailable: true },
+    callback: (lock: Lock | null) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * Waits for the lock `name` in `options.mode`.
+   *
+   * @param name the lock's name
+   * @param options `{ mode, signal, ref }`
+   * @param callback runs with the granted {@link Lock}
+   * @returns a promise of the callback's result; it rejects with
+   *   `signal.reason` when the signal aborts the wait
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions & { ifAvailable?: false },
+    callback: (lock: Lock) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * The general form: the callback receives `null` only when
+   * `options.ifAvailable` is true and the lock was not available.
+   *
+   * @param name the lock's name
+   * @param options the request's options
+   * @param callback runs with the granted {@link Lock}, or `null`
+   * @returns a promise of the callback's result
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions,
+    callback: (lock: Lock | null) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * The locks held and awaited on the server by every client (from
+   * `pg_locks`), then this manager's requests that have not reached the
+   * server yet (`clientId: 'local'`). `clientId` is otherwise the server
+   * process id of the session (`pg_locks.pid`).
+   *
+   * @returns a promise of `{ held, pending }`
+   */
+  query (): Promise<LockManagerSnapshot>
+  /**
+   * Refuses new requests, waits until every request made so far has
+   * settled, then ends the pool if the manager created it (a pool passed
+   * in stays open).
+   */
+  close (): Promise<void>
+  /** The pool the manager takes its sessions from. */
+  readonly pool: PoolLike
+}
+
+/**
+ * Creates a {@link LockManager} on a PostgreSQL server.
+ *
+ * @param poolOrConfig a `pg.Pool` (left open by close()), or a pool
+ *   configuration or connection string (the manager creates its own pool,
+ *   with TCP keepalive on, and ends it on close()); omitted, the `PG*`
+ *   environment variables
+ * @param options {@link LockManagerOptions}
+ * @throws TypeError or RangeError for bad arguments, and an Error naming
+ *   the package if `pg` is not installed (when the module loads)
+ */
+export declare function createLockManager (
+  poolOrConfig?: PoolLike | PoolConfig | string,
+  options?: LockManagerOptions
+): LockManager
