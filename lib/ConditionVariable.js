@@ -20,7 +20,7 @@ const { notOwnerError, abortError } = require('./errors')
 
 const { add, load } = Atomics
 
-function readLock (lock, where) {
+function readHeldLock (lock, where) {
   if (!(lock instanceof AsyncLock)) {
     throw new TypeError(`${where}: lock must be an AsyncLock, received ${describe(lock)}`)
   }
@@ -47,7 +47,7 @@ class ConditionVariable extends SharedSlot {
    * out, and takes `lock` again before returning 'ok' or 'timed-out'.
    */
   waitSync (lock, options) {
-    readLock(lock, 'ConditionVariable.waitSync')
+    readHeldLock(lock, 'ConditionVariable.waitSync')
     const timeout = readSyncOptions(options, 'ConditionVariable.waitSync')
     const seq = load(this.#i32, 0)
     lock.unlock()
@@ -67,7 +67,7 @@ class ConditionVariable extends SharedSlot {
    * AbortError.
    */
   async wait (lock, options) {
-    readLock(lock, 'ConditionVariable.wait')
+    readHeldLock(lock, 'ConditionVariable.wait')
     const o = readAsyncOptions(options, 'ConditionVariable.wait', false)
     if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
     const seq = load(this.#i32, 0)

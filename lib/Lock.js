@@ -11,7 +11,7 @@ class Lock {
   #name
   #mode
   constructor (key, name, mode) {
-    if (key !== kCreate) throw new TypeError('Illegal constructor')
+    if (key !== kCreate) throw new TypeError('Lock: Illegal constructor')
     this.#name = name
     this.#mode = mode
   }

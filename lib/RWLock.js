@@ -24,8 +24,8 @@ class RWLock extends SharedSlot {
   #i32
   #read
   #write
-  #readUnlock = () => this.readUnlock()
-  #writeUnlock = () => this.writeUnlock()
+  #releaseRead = () => this.releaseRead()
+  #releaseWrite = () => this.releaseWrite()
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
@@ -67,11 +67,11 @@ class RWLock extends SharedSlot {
     return compareExchange(this.#i32, 0, 0, WRITER | selfId) === 0
   }
 
-  tryReadLock () {
+  tryAcquireRead () {
     return gate.tryAcquire(this.#read, 0)
   }
 
-  tryWriteLock () {
+  tryAcquireWrite () {
     // The writer itself would only be refused by the core.
     if (this.writer === selfId - 1) return false
     return gate.tryAcquire(this.#write, 0)
@@ -81,40 +81,40 @@ class RWLock extends SharedSlot {
    * Blocks until this thread holds a read lock. Returns true when it was
    * taken over from a writer that died holding the lock.
    */
-  readLock (options) {
-    const timeout = readSyncOptions(options, 'RWLock.readLock')
-    return gate.acquireSync(this.#read, 0, timeout, 'RWLock.readLock')
+  acquireReadSync (options) {
+    const timeout = readSyncOptions(options, 'RWLock.acquireReadSync')
+    return gate.acquireSync(this.#read, 0, timeout, 'RWLock.acquireReadSync')
   }
 
   /**
    * Blocks until this thread holds the write lock. Returns true when it was
    * taken over from a writer that died holding it.
    */
-  writeLock (options) {
-    const timeout = readSyncOptions(options, 'RWLock.writeLock')
-    return gate.acquireSync(this.#write, 0, timeout, 'RWLock.writeLock')
+  acquireWriteSync (options) {
+    const timeout = readSyncOptions(options, 'RWLock.acquireWriteSync')
+    return gate.acquireSync(this.#write, 0, timeout, 'RWLock.acquireWriteSync')
   }
 
-  readUnlock () {
+  releaseRead () {
     let v = load(this.#i32, 0)
     while (!(v & (WAITERS_BIT | WRITER)) && (v & MASK) > 0) {
       const seen = compareExchange(this.#i32, 0, v, v - 1)
       if (seen === v) return
       v = seen
     }
-    gate.gateRelease(this.#i32, 0, GATE_READ, 0, 'RWLock.readUnlock')
+    gate.gateRelease(this.#i32, 0, GATE_READ, 0, 'RWLock.releaseRead')
   }
 
-  writeUnlock () {
+  releaseWrite () {
     if (compareExchange(this.#i32, 0, WRITER | selfId, 0) === (WRITER | selfId)) return
-    gate.gateRelease(this.#i32, 0, GATE_WRITE, 0, 'RWLock.writeUnlock')
+    gate.gateRelease(this.#i32, 0, GATE_WRITE, 0, 'RWLock.releaseWrite')
   }
 
   /** Resolves with a release function once this thread holds a read lock. */
   acquireRead (options) {
     try {
       const o = readAsyncOptions(options, 'RWLock.acquireRead', true)
-      return gate.acquire(this.#read, 0, o, 'RWLock.acquireRead', this.#readUnlock)
+      return gate.acquire(this.#read, 0, o, 'RWLock.acquireRead', this.#releaseRead)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -124,7 +124,7 @@ class RWLock extends SharedSlot {
   acquireWrite (options) {
     try {
       const o = readAsyncOptions(options, 'RWLock.acquireWrite', true)
-      return gate.acquire(this.#write, 0, o, 'RWLock.acquireWrite', this.#writeUnlock)
+      return gate.acquire(this.#write, 0, o, 'RWLock.acquireWrite', this.#releaseWrite)
     } catch (err) {
       return Promise.reject(err)
     }

@@ -19,7 +19,7 @@ function notSupported (message) {
 }
 
 function stolenError () {
-  return new DOMException('The lock was stolen by another request', 'AbortError')
+  return new DOMException('LockManager.request: the lock was stolen by another request', 'AbortError')
 }
 
 // Requests of this thread that are queued or held, by id, so that a steal

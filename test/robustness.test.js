@@ -227,7 +227,7 @@ describe('robustness', function () {
       const { Semaphore, RWLock } = require('..')
       const sem = new Semaphore(0)
       const rw = new RWLock()
-      rw.writeLock()
+      rw.acquireWriteSync()
       const worker = new Worker(`
         const { Semaphore, RWLock } = require(${JSON.stringify(ROOT)})
         const { workerData, parentPort } = require('worker_threads')
@@ -239,14 +239,14 @@ describe('robustness', function () {
       await within(new Promise((resolve) => worker.once('message', resolve)), 5000, 'the worker did not queue')
       await until(() => sem.waiting === 1 && rw.waiting === 1, 'the requests did not queue')
       sem.release(1) // granted to the worker's queued request
-      rw.writeUnlock() // the read lock likewise
+      rw.releaseWrite() // the read lock likewise
       assert.strictEqual(sem.value, 0)
       assert.strictEqual(rw.readers, 1)
       await within(worker.terminate(), PROMPT_MS, 'terminate() did not settle')
       assert.strictEqual(sem.value, 1, 'the permit granted to the dead worker was lost')
       assert.strictEqual(rw.readers, 0, 'the read lock granted to the dead worker stays held')
-      assert.strictEqual(rw.tryWriteLock(), true)
-      rw.writeUnlock()
+      assert.strictEqual(rw.tryAcquireWrite(), true)
+      rw.releaseWrite()
     })
   })
 
