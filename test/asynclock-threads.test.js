@@ -9,16 +9,7 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, LockError } = require('..')
-const { TestWorker, cleanup, track, mainGuard, guarded, within, until, thrown, rejection } = require('./fixtures/threads')
-
-function assertCode (err, code) {
-  assert.ok(err && err.code === code, `expected ${code}, got ${err && (err.stack || err.message)}`)
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
+const { TestWorker, started, cleanup, track, mainGuard, guarded, within, until, thrown, rejection, assertCode } = require('./fixtures/threads')
 
 describe('AsyncLock across threads', function () {
   before(mainGuard)

@@ -8,7 +8,7 @@
 
 const assert = require('assert')
 const { CountDownLatch, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 
 const MAX = 0x7fffffff
 
@@ -16,11 +16,6 @@ const MAX = 0x7fffffff
 function waiting (latch) {
   const { buffer, byteOffset } = latch.handle
   return waiterCount(new Int32Array(buffer, byteOffset, 1), 0)
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
 }
 
 function latchWorker (latch) {
@@ -128,12 +123,7 @@ describe('CountDownLatch (one thread)', () => {
       ['from(null)', () => CountDownLatch.from(null), TypeError, /CountDownLatch\.from.*handle/],
       ['from({ buffer: {} })', () => CountDownLatch.from({ buffer: {} }), TypeError, /CountDownLatch\.from.*SharedArrayBuffer/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     it('a refused constructor does not write to the given buffer', () => {
       const sab = new SharedArrayBuffer(4)
@@ -155,15 +145,14 @@ describe('CountDownLatch (one thread)', () => {
       ['waitSync timeout -1', (l) => l.waitSync({ timeout: -1 }), RangeError, /timeout/],
       ['waitSync timeout "1"', (l) => l.waitSync({ timeout: '1' }), TypeError, /timeout/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`throws: ${name}`, () => {
-        const latch = new CountDownLatch(3)
-        const err = thrown(() => fn(latch))
-        assertError(err, name, type, message)
+    const fresh = {
+      make: () => new CountDownLatch(3),
+      unchanged: (latch) => {
         assert.strictEqual(latch.count, 3)
         assert.strictEqual(waiting(latch), 0)
-      })
+      }
     }
+    refusals('throws', syncCases, fresh)
 
     const asyncCases = [
       ['wait("x")', (l) => l.wait('x'), TypeError, /options/],
@@ -172,17 +161,7 @@ describe('CountDownLatch (one thread)', () => {
       ['wait ref 1', (l) => l.wait({ ref: 1 }), TypeError, /ref/],
       ['wait blocking false', (l) => l.wait({ blocking: false }), TypeError, /blocking/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`rejects (never throws): ${name}`, async () => {
-        const latch = new CountDownLatch(3)
-        let p
-        assert.doesNotThrow(() => { p = fn(latch) })
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.strictEqual(latch.count, 3)
-        assert.strictEqual(waiting(latch), 0)
-      })
-    }
+    refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 

@@ -11,18 +11,13 @@ const { spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
 const { notify, waitAsync, waiterCount, AsyncLock } = require('..')
 const { binding } = require('../lib/native')
-const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep } = require('./fixtures/threads')
+const { TestWorker, started, cleanup, track, mainGuard, guarded, within, until, sleep } = require('./fixtures/threads')
 
 const ROOT = path.join(__dirname, '..')
 const PROMPT_MS = 1000
 
 function sharedInt32 (length = 4) {
   return track(new Int32Array(new SharedArrayBuffer(4 * length)))
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
 }
 
 // A worker that waits on ta[0] with waitAsync and posts the result.

@@ -12,7 +12,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
 const { RWLock } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 
 const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
@@ -21,11 +21,6 @@ const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
 // and constructor name of the original.
 function state (rw) {
   return { readers: rw.readers, writer: rw.writer, waiting: rw.waiting }
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
 }
 
 // Opens the lock in the worker once; later calls use state.rw.
@@ -225,12 +220,7 @@ describe('RWLock (one thread)', () => {
       ['from({ buffer: 1 })', () => RWLock.from({ buffer: 1 }), TypeError, /RWLock\.from.*SharedArrayBuffer/],
       ['from byteOffset -4', () => RWLock.from({ buffer: new SharedArrayBuffer(8), byteOffset: -4 }), RangeError, /RWLock\.from.*byteOffset/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     // Each case runs with one read lock held by this thread.
     const syncCases = [
@@ -240,15 +230,15 @@ describe('RWLock (one thread)', () => {
       ['acquireWriteSync timeout NaN', (rw) => rw.acquireWriteSync({ timeout: NaN }), RangeError, /timeout/],
       ['acquireWriteSync(3)', (rw) => rw.acquireWriteSync(3), TypeError, /options/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`throws: ${name}`, () => {
+    const fresh = {
+      make: () => {
         const rw = new RWLock()
         rw.acquireReadSync()
-        const err = thrown(() => fn(rw))
-        assertError(err, name, type, message)
-        assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
-      })
+        return rw
+      },
+      unchanged: (rw) => assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
     }
+    refusals('throws', syncCases, fresh)
 
     const asyncCases = [
       ['acquireRead(null)', (rw) => rw.acquireRead(null), TypeError, /options/],
@@ -260,17 +250,7 @@ describe('RWLock (one thread)', () => {
       ['runRead(42)', (rw) => rw.runRead(42), TypeError, /callback/],
       ['runWrite(fn, timeout -1)', (rw) => rw.runWrite(() => {}, { timeout: -1 }), RangeError, /timeout/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`rejects (never throws): ${name}`, async () => {
-        const rw = new RWLock()
-        rw.acquireReadSync()
-        let p
-        assert.doesNotThrow(() => { p = fn(rw) })
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
-      })
-    }
+    refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 

@@ -9,18 +9,13 @@
 
 const assert = require('assert')
 const { Semaphore } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
 const MAX = 0x3fffffff
 
 // Errors thrown in a worker arrive as plain Errors carrying the name, code
 // and constructor name of the original.
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
-
 // Opens the semaphore in the worker once; later calls use state.sem.
 function semWorker (sem) {
   return new TestWorker({
@@ -224,12 +219,7 @@ describe('Semaphore (one thread)', () => {
       ['from({})', () => Semaphore.from({}), TypeError, /Semaphore\.from.*SharedArrayBuffer/],
       ['from byteOffset 1', () => Semaphore.from({ buffer: sab(), byteOffset: 1 }), RangeError, /Semaphore\.from.*byteOffset/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     it('a refused constructor does not write to the given buffer', () => {
       const buffer = new SharedArrayBuffer(8)
@@ -261,15 +251,14 @@ describe('Semaphore (one thread)', () => {
       ['release("1")', (s) => s.release('1'), TypeError, /permits/],
       ['release past 2^30 - 1', (s) => s.release(MAX - 1), RangeError, /exceed/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`throws: ${name}`, () => {
-        const sem = new Semaphore(2)
-        const err = thrown(() => fn(sem))
-        assertError(err, name, type, message)
+    const fresh = {
+      make: () => new Semaphore(2),
+      unchanged: (sem) => {
         assert.strictEqual(sem.value, 2)
         assert.strictEqual(sem.waiting, 0)
-      })
+      }
     }
+    refusals('throws', syncCases, fresh)
 
     it('release past the maximum while requests are queued throws RangeError and changes nothing', async () => {
       const sem = new Semaphore(MAX - 1)
@@ -302,18 +291,7 @@ describe('Semaphore (one thread)', () => {
       ['runExclusive options null', (s) => s.runExclusive(() => {}, null), TypeError, /options/],
       ['runExclusive options 5', (s) => s.runExclusive(() => {}, 5), TypeError, /options/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`rejects (never throws): ${name}`, async () => {
-        const sem = new Semaphore(2)
-        let p
-        assert.doesNotThrow(() => { p = fn(sem) })
-        assert.ok(p instanceof Promise)
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.strictEqual(sem.value, 2)
-        assert.strictEqual(sem.waiting, 0)
-      })
-    }
+    refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 
