@@ -112,22 +112,14 @@ class RWLock extends SharedSlot {
 
   /** Resolves with a release function once this thread holds a read lock. */
   acquireRead (options) {
-    try {
-      const o = readAsyncOptions(options, 'RWLock.acquireRead', true)
-      return gate.acquire(this.#read, 0, o, 'RWLock.acquireRead', this.#releaseRead)
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    return gate.rejecting(() => gate.acquire(this.#read, 0,
+      readAsyncOptions(options, 'RWLock.acquireRead', true), 'RWLock.acquireRead', this.#releaseRead))
   }
 
   /** Resolves with a release function once this thread holds the write lock. */
   acquireWrite (options) {
-    try {
-      const o = readAsyncOptions(options, 'RWLock.acquireWrite', true)
-      return gate.acquire(this.#write, 0, o, 'RWLock.acquireWrite', this.#releaseWrite)
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    return gate.rejecting(() => gate.acquire(this.#write, 0,
+      readAsyncOptions(options, 'RWLock.acquireWrite', true), 'RWLock.acquireWrite', this.#releaseWrite))
   }
 
   /** Runs `callback` holding a read lock. */

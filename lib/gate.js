@@ -177,6 +177,19 @@ function acquire (gate, amount, o, where, release) {
 }
 
 /**
+ * Calls `fn`, which returns a promise, and turns what it throws (bad
+ * options, a wrong receiver) into a rejection: a promise-returning method
+ * reports every failure through its promise.
+ */
+function rejecting (fn) {
+  try {
+    return fn()
+  } catch (err) {
+    return Promise.reject(err)
+  }
+}
+
+/**
  * Runs `callback` while holding what `take()` resolves with (a release
  * function) and settles with the callback's result; the release happens
  * however the callback ends. Every failure, a bad callback included,
@@ -207,5 +220,6 @@ module.exports = {
   tryAcquire,
   acquireSync,
   acquire,
+  rejecting,
   runHolding
 }
