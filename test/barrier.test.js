@@ -9,7 +9,7 @@
 
 const assert = require('assert')
 const { Barrier, waiterCount } = require('..')
-const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/barrier-tasks')
 
 // Waits in progress on the barrier, from the waiter list of its state word.
@@ -20,13 +20,6 @@ function waiting (barrier) {
 
 function state (barrier) {
   return { parties: barrier.parties, arrived: barrier.arrived, phase: barrier.phase, waiting: waiting(barrier) }
-}
-
-function barrierWorker (barrier) {
-  return new TestWorker({
-    data: { handle: barrier.handle },
-    init: ({ tl, state, workerData }) => { state.barrier = tl.Barrier.from(workerData.handle) }
-  })
 }
 
 describe('Barrier (one thread)', () => {
@@ -185,7 +178,7 @@ describe('Barrier across threads', function () {
 
   it('a phase ends only when the last worker arrives; a worker\'s own timeout rejects ETIMEDOUT', async () => {
     const b = new Barrier(3)
-    const [w1, w2] = await started(barrierWorker(b), barrierWorker(b))
+    const [w1, w2] = await started(openIn('barrier', b), openIn('barrier', b))
     const first = w1.run(({ state }) => state.barrier.arriveAndWaitSync())
     const mine = b.arriveAndWait()
     await until(() => waiting(b) === 2, 'the first two parties did not wait')
@@ -201,7 +194,7 @@ describe('Barrier across threads', function () {
   for (const form of ['arriveAndWaitSync', 'arriveAndWait']) {
     it(`a worker terminated while blocked in ${form}() leaves the list at once; its arrival counts and the others complete the phase`, async () => {
       const b = new Barrier(3)
-      const [w, other] = await started(barrierWorker(b), barrierWorker(b))
+      const [w, other] = await started(openIn('barrier', b), openIn('barrier', b))
       const blocked = w.run(({ state }, form) => state.barrier[form](), form)
       blocked.catch(() => {})
       await until(() => waiting(b) === 1, 'the worker did not wait')

@@ -11,19 +11,11 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, ConditionVariable, LockError } = require('..')
-const { TestWorker, started, cleanup, within, until, sleep, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/cv-tasks')
 
 // A worker with the lock as ctx.locks[0] and the variable as state.cv;
 // state.woken counts the waits it saw end.
-function cvWorker (lock, cv, data) {
-  return new TestWorker({
-    locks: [lock],
-    data: { cv: cv.handle, ...data },
-    init: ({ tl, state, workerData }) => { state.cv = tl.ConditionVariable.from(workerData.cv) }
-  })
-}
-
 describe('ConditionVariable (one thread)', () => {
   it('lives in its own buffer or a slot of a given one; from(handle) opens the same variable', async () => {
     const cv = new ConditionVariable()
@@ -266,7 +258,7 @@ describe('ConditionVariable across threads', function () {
     const lock = new AsyncLock()
     const cv = new ConditionVariable()
     const woken = new Int32Array(new SharedArrayBuffer(4))
-    const workers = await started(...[0, 1, 2].map(() => cvWorker(lock, cv, { woken })))
+    const workers = await started(...[0, 1, 2].map(() => openIn('cv', cv, { locks: [lock], data: { woken } })))
     const runs = workers.map((w, i) => w.run(async ({ locks, state, workerData }, i) => {
       const lock = locks[0]
       if (i === 2) await lock.acquire()
@@ -293,7 +285,7 @@ describe('ConditionVariable across threads', function () {
   it('timeouts in a worker: waitSync and wait return timed-out holding the lock', async () => {
     const lock = new AsyncLock()
     const cv = new ConditionVariable()
-    const [w] = await started(cvWorker(lock, cv))
+    const [w] = await started(openIn('cv', cv, { locks: [lock] }))
     const r = await w.run(async ({ locks, state, threadId }) => {
       const lock = locks[0]
       lock.lock()
@@ -314,7 +306,7 @@ describe('ConditionVariable across threads', function () {
   it('an aborted wait takes the lock back from a worker before it rejects with AbortError', async () => {
     const lock = new AsyncLock()
     const cv = new ConditionVariable()
-    const [w] = await started(cvWorker(lock, cv))
+    const [w] = await started(openIn('cv', cv, { locks: [lock] }))
     lock.lock()
     const ac = new AbortController()
     let settled = false
@@ -337,7 +329,7 @@ describe('ConditionVariable across threads', function () {
     it(`a worker terminated while blocked in ${form}() leaves the list at once; the others go on`, async () => {
       const lock = new AsyncLock()
       const cv = new ConditionVariable()
-      const [w, other] = await started(cvWorker(lock, cv), cvWorker(lock, cv))
+      const [w, other] = await started(openIn('cv', cv, { locks: [lock] }), openIn('cv', cv, { locks: [lock] }))
       const blocked = w.run(async ({ locks, state }, form) => {
         locks[0].lock()
         return form === 'wait' ? state.cv.wait(locks[0]) : state.cv.waitSync(locks[0])

@@ -8,7 +8,7 @@
 
 const assert = require('assert')
 const { CountDownLatch, waiterCount } = require('..')
-const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 
 const MAX = 0x7fffffff
 
@@ -16,13 +16,6 @@ const MAX = 0x7fffffff
 function waiting (latch) {
   const { buffer, byteOffset } = latch.handle
   return waiterCount(new Int32Array(buffer, byteOffset, 1), 0)
-}
-
-function latchWorker (latch) {
-  return new TestWorker({
-    data: { handle: latch.handle },
-    init: ({ tl, state, workerData }) => { state.latch = tl.CountDownLatch.from(workerData.handle) }
-  })
 }
 
 // Settles to 'pending' if `promise` has not settled within a few ms.
@@ -171,7 +164,7 @@ describe('CountDownLatch across threads', function () {
   it('waiting workers (sync and async) and main are released only when a worker brings the count to 0', async () => {
     const latch = new CountDownLatch(5)
     const released = new Int32Array(new SharedArrayBuffer(4))
-    const workers = await started(latchWorker(latch), latchWorker(latch), latchWorker(latch), latchWorker(latch))
+    const workers = await started(openIn('latch', latch), openIn('latch', latch), openIn('latch', latch), openIn('latch', latch))
     const waitFor = ({ tl, require }, arg) => require('./latch-tasks').waitFor(tl, arg)
     const runs = workers.slice(0, 3).map((w, i) => w.run(waitFor, { handle: latch.handle, released, sync: i < 2 }))
     const mine = latch.wait({ timeout: 10000 })
@@ -250,7 +243,7 @@ describe('CountDownLatch across threads', function () {
 
   it('timeouts in a worker throw or reject ETIMEDOUT', async () => {
     const latch = new CountDownLatch(1)
-    const [w] = await started(latchWorker(latch))
+    const [w] = await started(openIn('latch', latch))
     assertCode(await rejection(w.run(({ state }) => state.latch.waitSync({ timeout: 30 }))), 'ETIMEDOUT')
     assertCode(await rejection(w.run(({ state }) => state.latch.wait({ timeout: 30 }))), 'ETIMEDOUT')
     assert.strictEqual(waiting(latch), 0)
@@ -261,7 +254,7 @@ describe('CountDownLatch across threads', function () {
     it(`a worker terminated while blocked in ${form}() leaves the list at once; the others are still released at 0`, async () => {
       const latch = new CountDownLatch(1)
       const released = new Int32Array(new SharedArrayBuffer(4))
-      const [w, other] = await started(latchWorker(latch), latchWorker(latch))
+      const [w, other] = await started(openIn('latch', latch), openIn('latch', latch))
       const blocked = w.run(({ state }, form) => state.latch[form](), form)
       blocked.catch(() => {})
       const theirs = other.run(({ tl, require }, arg) => require('./latch-tasks').waitFor(tl, arg),

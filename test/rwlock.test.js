@@ -12,7 +12,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
 const { RWLock } = require('..')
-const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 
 const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
@@ -21,14 +21,6 @@ const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
 // and constructor name of the original.
 function state (rw) {
   return { readers: rw.readers, writer: rw.writer, waiting: rw.waiting }
-}
-
-// Opens the lock in the worker once; later calls use state.rw.
-function rwWorker (rw, data) {
-  return new TestWorker({
-    data: { handle: rw.handle, ...data },
-    init: ({ tl, state, workerData }) => { state.rw = tl.RWLock.from(workerData.handle) }
-  })
 }
 
 // Starts test/fixtures/rw-exit-holding.js; resolves once it holds the lock.
@@ -260,7 +252,7 @@ describe('RWLock across threads', function () {
   it('readers of four threads hold the lock together; a writer cannot enter meanwhile', async () => {
     const rw = new RWLock()
     const done = new Int32Array(new SharedArrayBuffer(4))
-    const workers = await started(...[1, 2, 3].map(() => rwWorker(rw, { done })))
+    const workers = await started(...[1, 2, 3].map(() => openIn('rw', rw, { data: { done } })))
     const release = await rw.acquireRead()
     // Each worker takes a read lock, checks (bounded) that all 4 readers
     // are in, and keeps its lock until the main thread sets done[0].
@@ -360,7 +352,7 @@ describe('RWLock across threads', function () {
   it('FIFO across threads: sync and async readers and writers are granted in the order they asked', async () => {
     const rw = new RWLock()
     const order = new Int32Array(new SharedArrayBuffer(4 * 8))
-    const workers = await started(...[1, 2, 3, 4].map(() => rwWorker(rw, { order })))
+    const workers = await started(...[1, 2, 3, 4].map(() => openIn('rw', rw, { data: { order } })))
     rw.acquireWriteSync()
     const runs = []
     const enqueue = async (start) => {
@@ -395,7 +387,7 @@ describe('RWLock across threads', function () {
 
   it('a writer terminated while holding the lock: the next waiter gets it with ownerDied, the one after normally', async () => {
     const rw = new RWLock()
-    const [holder, reader] = await started(rwWorker(rw), rwWorker(rw))
+    const [holder, reader] = await started(openIn('rw', rw), openIn('rw', rw))
     await holder.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
     assert.strictEqual(rw.writer, holder.threadId)
     const mine = rw.acquireWrite()
@@ -421,7 +413,7 @@ describe('RWLock across threads', function () {
       'acquireWrite blocking false': () => rw.acquireWrite({ blocking: false })
     }
     for (const next of ['tryAcquireWrite', 'tryAcquireRead', 'acquireWriteSync', 'acquireReadSync', ...Object.keys(promiseForms)]) {
-      const [holder] = await started(rwWorker(rw))
+      const [holder] = await started(openIn('rw', rw))
       await holder.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
       await holder.terminate()
       assert.strictEqual(rw.writer, holder.threadId, 'the word still names the dead writer')
@@ -485,7 +477,7 @@ describe('RWLock across threads', function () {
 
   it('readers are not named: a reader that dies holding a read lock leaves it held', async () => {
     const rw = new RWLock()
-    const [w] = await started(rwWorker(rw))
+    const [w] = await started(openIn('rw', rw))
     await w.run(({ state }) => state.rw.acquireReadSync(), undefined, 5000)
     await w.terminate()
     assert.strictEqual(rw.readers, 1)
@@ -497,7 +489,7 @@ describe('RWLock across threads', function () {
 
   it('timeouts while a worker holds the write lock, in main and in another worker', async () => {
     const rw = new RWLock()
-    const [holder, other] = await started(rwWorker(rw), rwWorker(rw))
+    const [holder, other] = await started(openIn('rw', rw), openIn('rw', rw))
     await holder.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
     const t0 = Date.now()
     assertCode(thrown(() => rw.acquireReadSync({ timeout: 40 })), 'ETIMEDOUT')
@@ -514,7 +506,7 @@ describe('RWLock across threads', function () {
 
   it('an aborted request leaves the queue; the worker behind it is granted', async () => {
     const rw = new RWLock()
-    const [holder, next] = await started(rwWorker(rw), rwWorker(rw))
+    const [holder, next] = await started(openIn('rw', rw), openIn('rw', rw))
     await holder.run(({ state }) => state.rw.acquireReadSync(), undefined, 5000)
     const ac = new AbortController()
     const mine = rw.acquireWrite({ signal: ac.signal })
@@ -539,7 +531,7 @@ describe('RWLock across threads', function () {
   for (const [name, held, fn] of blockedCases) {
     it(`a worker terminated while blocked in ${name} leaves the queue at once; the threads behind it go on`, async () => {
       const rw = new RWLock()
-      const [w, other] = await started(rwWorker(rw), rwWorker(rw))
+      const [w, other] = await started(openIn('rw', rw), openIn('rw', rw))
       if (held === 'write') rw.acquireWriteSync()
       else rw.acquireReadSync()
       const blocked = w.run(fn)

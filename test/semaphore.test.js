@@ -9,21 +9,13 @@
 
 const assert = require('assert')
 const { Semaphore } = require('..')
-const { TestWorker, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
 const MAX = 0x3fffffff
 
 // Errors thrown in a worker arrive as plain Errors carrying the name, code
 // and constructor name of the original.
-// Opens the semaphore in the worker once; later calls use state.sem.
-function semWorker (sem) {
-  return new TestWorker({
-    data: { handle: sem.handle },
-    init: ({ tl, state, workerData }) => { state.sem = tl.Semaphore.from(workerData.handle) }
-  })
-}
-
 describe('Semaphore (one thread)', () => {
   it('starts with the given permits in its own buffer or in a slot of a given one', () => {
     const sem = new Semaphore()
@@ -300,7 +292,7 @@ describe('Semaphore across threads', function () {
 
   it('a handle posted to a worker opens the same permits there', async () => {
     const sem = new Semaphore(4, new SharedArrayBuffer(16), 12)
-    const [w] = await started(semWorker(sem))
+    const [w] = await started(openIn('sem', sem))
     assert.deepStrictEqual(await w.run(({ state }) => {
       const before = state.sem.value
       state.sem.acquireSync(3)
@@ -425,7 +417,7 @@ describe('Semaphore across threads', function () {
 
   it('timeouts while a worker holds the permits, in main and in another worker', async () => {
     const sem = new Semaphore(2)
-    const [holder, other] = await started(semWorker(sem), semWorker(sem))
+    const [holder, other] = await started(openIn('sem', sem), openIn('sem', sem))
     await holder.run(({ state }) => state.sem.acquireSync(2), undefined, 5000)
     const t0 = Date.now()
     assertCode(thrown(() => sem.acquireSync(1, { timeout: 40 })), 'ETIMEDOUT')
@@ -441,7 +433,7 @@ describe('Semaphore across threads', function () {
 
   it('an aborted request leaves the queue and the worker behind it is granted', async () => {
     const sem = new Semaphore(1)
-    const [w] = await started(semWorker(sem))
+    const [w] = await started(openIn('sem', sem))
     const ac = new AbortController()
     const mine = sem.acquire(2, { signal: ac.signal })
     const theirs = w.run(({ state }) => { state.sem.acquireSync(1); return state.sem.value })
@@ -458,7 +450,7 @@ describe('Semaphore across threads', function () {
   for (const form of ['acquireSync', 'acquire']) {
     it(`a worker terminated while blocked in ${form}() leaves the queue at once; the request behind it is granted`, async () => {
       const sem = new Semaphore(1)
-      const [w, next] = await started(semWorker(sem), semWorker(sem))
+      const [w, next] = await started(openIn('sem', sem), openIn('sem', sem))
       const blocked = form === 'acquireSync'
         ? w.run(({ state }) => state.sem.acquireSync(3))
         : w.run(({ state }) => state.sem.acquire(3).then(() => 'granted'))
@@ -511,7 +503,7 @@ describe('Semaphore across threads', function () {
 
   it('permits have no owner: a worker that dies holding permits does not return them', async () => {
     const sem = new Semaphore(3)
-    const [w] = await started(semWorker(sem))
+    const [w] = await started(openIn('sem', sem))
     await w.run(({ state }) => state.sem.acquireSync(2), undefined, 5000)
     await w.terminate()
     assert.strictEqual(sem.value, 1)
