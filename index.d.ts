@@ -582,14 +582,14 @@ export declare class RWLock {
    *
    * @returns whether this thread now holds a read lock
    */
-  tryReadLock (): boolean
+  tryAcquireRead (): boolean
 
   /**
    * Takes the write lock if that is possible without waiting.
    *
    * @returns whether this thread now holds the write lock
    */
-  tryWriteLock (): boolean
+  tryAcquireWrite (): boolean
 
   /**
    * Blocks this thread until it holds a read lock.
@@ -602,7 +602,7 @@ export declare class RWLock {
    *   holding it (the data may be half updated), else `false`
    * @throws {LockError} `ETIMEDOUT`, `EDEADLK`
    */
-  readLock (options?: SyncOptions): boolean
+  acquireReadSync (options?: SyncOptions): boolean
 
   /**
    * Blocks this thread until it holds the write lock.
@@ -617,21 +617,21 @@ export declare class RWLock {
    *   holding it (the data may be half updated), else `false`
    * @throws {LockError} `ETIMEDOUT`, `EDEADLK`
    */
-  writeLock (options?: SyncOptions): boolean
+  acquireWriteSync (options?: SyncOptions): boolean
 
   /**
    * Releases one read lock.
    *
    * @throws {LockError} `ENOTOWNER` if no read lock is held
    */
-  readUnlock (): void
+  releaseRead (): void
 
   /**
    * Releases the write lock held by this thread.
    *
    * @throws {LockError} `ENOTOWNER` if this thread does not hold it
    */
-  writeUnlock (): void
+  releaseWrite (): void
 
   /**
    * Resolves with a {@link Release} function once this thread holds a read
@@ -1004,7 +1004,6 @@ export type LockErrorCode =
   | 'ENOTOWNER'
   | 'EDEADLK'
   | 'EBUSY'
-  | 'EOWNERDEAD'
 
 /** An error of a lock operation; tell the cases apart by `code`. */
 export declare class LockError extends Error {
@@ -1020,7 +1019,6 @@ export declare class LockError extends Error {
    * `ENOTOWNER`: a release by a thread that does not hold the lock.
    * `EDEADLK`: a blocking acquire that could never succeed.
    * `EBUSY`: a non-blocking attempt found the lock held.
-   * `EOWNERDEAD`: the previous owner died holding the lock.
    */
   readonly code: LockErrorCode
   /** Every code, e.g. `LockError.codes.ETIMEDOUT === 'ETIMEDOUT'`. */

@@ -30,7 +30,7 @@
 //   semaphore  Semaphore(permits), acquire() + release, against a blog-style
 //              semaphore (blog-semaphore.js); with more than one permit the
 //              check is that never more than `permits` threads are inside;
-//   rwlock     RWLock writers only (runWrite, or writeLock / writeUnlock),
+//   rwlock     RWLock writers only (runWrite, or acquireWriteSync / releaseWrite),
 //              against the blog lock: a writer-only RWLock is a mutex;
 //   named      threadlock.locks.request(name, f), exclusive, against
 //              worker_threads.locks.request where Node has it (>= 24.5).
@@ -144,8 +144,8 @@ function openGates (sab, config, init) {
       const rw = threadlock.RWLock.from({ buffer: sab, byteOffset: tlOffset })
       gates.threadlock = {
         run: (f) => rw.runWrite(f),
-        enter: () => rw.writeLock(),
-        leave: () => rw.writeUnlock(),
+        enter: () => rw.acquireWriteSync(),
+        leave: () => rw.releaseWrite(),
         leftover: () => (rw.writer !== null || rw.readers !== 0 || rw.waiting !== 0
           ? `writer ${rw.writer}, ${rw.readers} readers, ${rw.waiting} waiting`
           : null)

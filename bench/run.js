@@ -175,7 +175,7 @@ function contendedRows () {
       { kind: 'lock', threads: 4, lockOptions: contended.POLICIES.fifo }),
     row('5sem', 'Semaphore(2) acquire() + release, main + 3 workers', ['blog', 'blog semaphore'], goals,
       { kind: 'semaphore', threads: 4, permits: 2 }),
-    row('5rw', 'RWLock writers: main runWrite, 3 workers writeLock()/writeUnlock()', blogLock, goals,
+    row('5rw', 'RWLock writers: main runWrite, 3 workers acquireWriteSync()/releaseWrite()', blogLock, goals,
       { kind: 'rwlock', threads: 4, workers: 'sync' }),
     row('5n', 'named locks.request(name, f), main + 3 workers', ['web', 'worker_threads.locks'], goals,
       { kind: 'named', threads: 4 })

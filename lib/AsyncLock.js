@@ -19,55 +19,42 @@
 // core, the others wait in this object's ThreadQueue, and a release passes
 // the lock to the thread's next request directly while its slice lasts.
 //
-// An event-loop thread leaves a gap of a few hundred nanoseconds between
-// two grants (the promise jobs of `await lock.executeLocked(f)` in a loop),
-// and a thread in a tight blocking loop would take the lock in every such
-// gap. So once that happened in its slice, while others wait, a release
-// through the promise API (the release function, runExclusive,
-// executeLocked) keeps the word for RESERVE_HOPS microtasks: a request the
-// thread makes meanwhile takes it back without an atomic operation, and
-// otherwise the release happens before the thread's microtasks run out, so
-// a reservation never outlives them.
+// A release through the promise API may keep the word for a few
+// microtasks while others wait: see the reservation in lib/LockWord.js.
 //
 // { fifo: true } opens the lock in strict FIFO hand-off instead: every
 // release with waiters hands the lock to the oldest, so nobody ever barges,
 // at the cost of one wake-up per grant.
 
-const g = require('./gate')
-const { describe } = require('./atomics')
-const { binding, selfId } = require('./native')
-const { LockError, codes } = require('./errors')
+const { SharedSlot } = require('./SharedSlot')
+const gate = require('./gate')
+const native = require('./native')
+const { readObject, readFlag, readSyncOptions, readAsyncOptions } = require('./validate')
+const { deadlockError, timeoutError } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
 const { LockWord, HANDOFF } = require('./LockWord')
 
-const {
-  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_PASSING: PASSING,
-  RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED
-} = binding.constants
+const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_PASSING: PASSING } = native.constants
 
 const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
 
-function readMode (options, where) {
-  if (options === undefined) return false
-  if (options === null || typeof options !== 'object') {
-    throw new TypeError(`${where}: options must be an object, received ${describe(options)}`)
-  }
-  const { fifo = false } = options
-  if (typeof fifo !== 'boolean') {
-    throw new TypeError(`${where}: options.fifo must be a boolean, received ${describe(fifo)}`)
-  }
-  return fifo
-}
-
-class AsyncLock {
+class AsyncLock extends SharedSlot {
   #i32
-  #buffer
-  #byteOffset
   #word
   #queue = new ThreadQueue()
-  #drop = (req, err) => this.#dropRequest(req, err)
+  // A request waiting in this thread's queue ended by its timer or signal.
+  #drop = (req, err) => { if (this.#queue.remove(req)) req.reject(err) }
   // A release through the promise API (see LockWord.leave).
   #leave = () => { if (this.#queue.size !== 0 || !this.#word.leave()) this.unlock() }
+  // The promise form's requests, for the acquire skeleton (lib/gate.js).
+  #gate = {
+    take: () => this.#queue.size === 0 && this.#word.fast() ? this.ownerDied : undefined,
+    attempt: () => this.tryLock() ? this.ownerDied : undefined,
+    queue: (flags, o, where, release) => this.#word.fifo
+      ? gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, where)
+        .then((ownerDied) => gate.makeRelease(release, ownerDied))
+      : new Promise((resolve, reject) => this.#enqueue(new Request(o, where, resolve, reject)))
+  }
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
@@ -75,36 +62,27 @@ class AsyncLock {
    * @param {{ fifo?: boolean }} [options] every user of one lock word must
    *   open it with the same `fifo`; `handle` carries it
    */
-  constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0, options = undefined) {
-    g.validateSlot(buffer, byteOffset, 4, 'AsyncLock')
-    const fifo = readMode(options, 'AsyncLock')
-    this.#buffer = buffer
-    this.#byteOffset = byteOffset
-    this.#i32 = new Int32Array(buffer, byteOffset, 1)
+  constructor (buffer = undefined, byteOffset = 0, options = undefined) {
+    let fifo
+    super(buffer, byteOffset, 1, 'AsyncLock', (i32, handle) => {
+      // from() reads the mode from the handle as from options.
+      const where = handle === undefined ? 'AsyncLock' : 'AsyncLock.from'
+      fifo = readFlag(readObject(handle === undefined ? options : handle, where).fifo, false, where, 'fifo')
+    })
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, fifo, () => this.unlock())
   }
 
-  /** Reopens a lock from its `handle`, e.g. one posted to a worker. */
-  static from (handle) {
-    const { buffer, byteOffset } = g.readHandle(handle, 'AsyncLock.from')
-    g.validateSlot(buffer, byteOffset, 4, 'AsyncLock.from')
-    return new AsyncLock(buffer, byteOffset, { fifo: handle.fifo === undefined ? false : handle.fifo })
-  }
-
-  /** A structured-clonable description of the lock. */
+  /** A structured-clonable description of the lock, with its mode. */
   get handle () {
-    return { buffer: this.#buffer, byteOffset: this.#byteOffset, fifo: this.#word.fifo }
+    return { buffer: this.buffer, byteOffset: this.byteOffset, fifo: this.#word.fifo }
   }
 
-  get buffer () { return this.#buffer }
-  get byteOffset () { return this.#byteOffset }
   /** true for strict FIFO hand-off. */
   get fifo () { return this.#word.fifo }
 
   /** Whether some thread holds the lock. */
-  get locked () {
-    return (this.#word.value & ID_MASK) !== 0
-  }
+  get locked () { return (this.#word.value & ID_MASK) !== 0 }
 
   /** The threadId of the holder, or null. */
   get owner () {
@@ -116,7 +94,7 @@ class AsyncLock {
   get waiting () {
     const first = this.#queue.first
     const local = first !== null && first.native ? this.#queue.size - 1 : this.#queue.size
-    return binding.waiterCount(this.#i32, 0) + local
+    return native.waiterCount(this.#i32, 0) + local
   }
 
   /**
@@ -124,19 +102,17 @@ class AsyncLock {
    * died holding it: the data it protects may be half updated. Cleared by
    * the next release.
    */
-  get ownerDied () {
-    return (this.#word.value & OWNER_DIED_BIT) !== 0
-  }
+  get ownerDied () { return (this.#word.value & OWNER_DIED_BIT) !== 0 }
 
   /** Blocks this thread until it holds the lock. */
   lock (options) {
     if (options === undefined && this.#queue.size === 0 && this.#word.fast()) return
-    const timeout = g.readSyncOptions(options, 'AsyncLock.lock')
+    const timeout = readSyncOptions(options, 'AsyncLock.lock')
     if (this.#queue.size === 0 && this.#word.fast()) return
     if (this.#word.mine || this.#queue.size !== 0) {
-      throw new LockError(codes.EDEADLK, 'AsyncLock.lock: this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
+      throw deadlockError('AsyncLock.lock', 'this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
     }
-    g.gateSync(this.#i32, 0, g.GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
+    gate.gateSync(this.#i32, 0, GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
     this.#word.restart()
   }
 
@@ -145,8 +121,7 @@ class AsyncLock {
     if (this.#queue.size !== 0) return false // this thread's older requests come first
     if (this.#word.fast()) return true
     if (this.#word.mine) return false
-    const r = binding.gateAcquire(this.#i32, 0, g.GATE_LOCK, selfId, this.#word.flags, 0)
-    return r === ACQUIRED || r === OWNER_DIED
+    return gate.gateTry(this.#i32, 0, GATE_LOCK, this.#word.flags) !== undefined
   }
 
   /**
@@ -173,12 +148,19 @@ class AsyncLock {
 
   // Resolves `req`, whose thread now holds the lock.
   #grant (req, ownerDied) {
-    req.resolve(g.makeRelease(this.#leave, ownerDied))
+    req.resolve(gate.makeRelease(this.#leave, ownerDied))
   }
 
-  // A request waiting in this thread's queue ended by its timer or signal.
-  #dropRequest (req, err) {
-    if (this.#queue.remove(req)) req.reject(err)
+  // Queues a promise request of this thread. While this thread holds the
+  // lock or has older requests, it waits here for the release that passes
+  // the lock on; otherwise it goes to the core at once.
+  #enqueue (req) {
+    if (this.#queue.size === 0 && !this.#word.mine) {
+      this.#queue.push(req, undefined)
+      this.#send(req)
+    } else {
+      this.#queue.push(req, this.#drop)
+    }
   }
 
   // Sends `req`, first in this thread's queue, to the core.
@@ -186,10 +168,10 @@ class AsyncLock {
     req.native = true
     this.#queue.unwatch(req)
     const o = req.options
-    const timeout = g.remaining(req.deadline)
+    const timeout = gate.remaining(req.deadline)
     const p = timeout === 0 && o.timeout !== 0
-      ? Promise.reject(g.timeoutError(o.timeout, req.where))
-      : g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#word.flags,
+      ? Promise.reject(timeoutError(o.timeout, req.where))
+      : gate.gateAsync(this.#i32, 0, GATE_LOCK, this.#word.flags,
         timeout === o.timeout ? o : { ...o, timeout }, req.where)
     p.then((ownerDied) => {
       this.#queue.remove(req)
@@ -222,48 +204,16 @@ class AsyncLock {
   // The promise API's common path; `where` names the public method in
   // error messages. May throw synchronously on bad options.
   #acquire (options, where) {
-    const idle = this.#queue.size === 0
-    if (options === undefined && idle && this.#word.fast()) {
-      return Promise.resolve(g.makeRelease(this.#leave, this.ownerDied))
+    if (options === undefined && this.#queue.size === 0 && this.#word.fast()) {
+      return Promise.resolve(gate.makeRelease(this.#leave, this.ownerDied))
     }
-    const o = options === undefined ? NO_OPTIONS : g.readAsyncOptions(options, where, true)
-    if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
-    if (idle && this.#word.fast()) return Promise.resolve(g.makeRelease(this.#leave, this.ownerDied))
-    if (!o.blocking || o.timeout === 0) {
-      if (this.tryLock()) return Promise.resolve(g.makeRelease(this.#leave, this.ownerDied))
-      return Promise.reject(o.blocking ? g.timeoutError(0, where) : g.busyError(where))
-    }
-    if (this.#word.fifo) {
-      return g.gateAsync(this.#i32, 0, g.GATE_LOCK, this.#word.flags, o, where)
-        .then((ownerDied) => g.makeRelease(this.#leave, ownerDied))
-    }
-    return new Promise((resolve, reject) => {
-      const req = new Request(o, where, resolve, reject)
-      // While this thread holds the lock or has older requests, the
-      // request waits here for the release that passes the lock on.
-      if (idle && !this.#word.mine) {
-        this.#queue.push(req, undefined)
-        this.#send(req)
-      } else {
-        this.#queue.push(req, this.#drop)
-      }
-    })
+    const o = options === undefined ? NO_OPTIONS : readAsyncOptions(options, where, true)
+    return gate.acquire(this.#gate, this.#word.flags, o, where, this.#leave)
   }
 
-  // Runs `callback` holding the lock, releasing it however it ends.
-  async #run (callback, options, where) {
-    if (typeof callback !== 'function') {
-      throw new TypeError(`${where}: callback must be a function, received ${describe(callback)}`)
-    }
-    // Uncontended: skip the release function and the promise of acquire().
-    if (options !== undefined || this.#queue.size !== 0 || !this.#word.fast()) {
-      const release = await this.#acquire(options, where)
-      try {
-        return await callback()
-      } finally {
-        release()
-      }
-    }
+  // Runs `callback` holding the lock that this thread took uncontended:
+  // no release function and no promise of acquire() in between.
+  async #runHeld (callback) {
     try {
       const result = callback()
       return result !== null && typeof result === 'object' && typeof result.then === 'function'
@@ -280,7 +230,10 @@ class AsyncLock {
    */
   runExclusive (callback, options) {
     try {
-      return this.#run(callback, options, 'AsyncLock.runExclusive')
+      if (options === undefined && typeof callback === 'function' &&
+        this.#queue.size === 0 && this.#word.fast()) return this.#runHeld(callback)
+      return gate.runHolding(callback, 'AsyncLock.runExclusive',
+        () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
       return Promise.reject(err) // a wrong receiver
     }
@@ -289,7 +242,9 @@ class AsyncLock {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      return this.#run(f, undefined, 'AsyncLock.executeLocked')
+      if (typeof f === 'function' && this.#queue.size === 0 && this.#word.fast()) return this.#runHeld(f)
+      return gate.runHolding(f, 'AsyncLock.executeLocked',
+        () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {
       return Promise.reject(err)
     }

@@ -9,12 +9,15 @@
 // add, then wakes everybody. Arrivals of the next phase cannot mix with the
 // previous one, because a phase ends only when all its parties arrived.
 
-const g = require('./gate')
 const { SharedSlot } = require('./SharedSlot')
+const gate = require('./gate')
+const native = require('./native')
+const { readCount, readSyncOptions, readAsyncOptions } = require('./validate')
+const { timeoutError, abortError } = require('./errors')
 
 const COUNT_MASK = 0xffff
 const PHASE_ONE = 0x10000
-const { add, load } = Atomics
+const { add, load, store, compareExchange } = Atomics
 
 class Barrier extends SharedSlot {
   #i32
@@ -24,20 +27,13 @@ class Barrier extends SharedSlot {
    * @param {SharedArrayBuffer} [buffer] a new 8-byte buffer by default
    * @param {number} [byteOffset=0]
    */
-  constructor (parties, buffer = new SharedArrayBuffer(8), byteOffset = 0) {
-    const attach = parties === g.ATTACH
-    if (!attach) g.readCount(parties, 1, COUNT_MASK, 'Barrier', 'parties')
-    super(buffer, byteOffset, 2, 'Barrier')
-    this.#i32 = new Int32Array(buffer, byteOffset, 2)
-    if (!attach) {
-      Atomics.store(this.#i32, 0, parties)
-      Atomics.store(this.#i32, 1, 0)
-    }
-  }
-
-  static from (handle) {
-    const { buffer, byteOffset } = SharedSlot.open(handle, 2, 'Barrier.from')
-    return new Barrier(g.ATTACH, buffer, byteOffset)
+  constructor (parties, buffer = undefined, byteOffset = 0) {
+    super(buffer, byteOffset, 2, 'Barrier', (i32, handle) => {
+      if (handle !== undefined) return
+      store(i32, 0, readCount(parties, 1, COUNT_MASK, 'Barrier', 'parties'))
+      store(i32, 1, 0)
+    })
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 2)
   }
 
   get parties () { return load(this.#i32, 0) }
@@ -53,7 +49,7 @@ class Barrier extends SharedSlot {
     const before = add(this.#i32, 1, 1)
     if ((before & COUNT_MASK) + 1 === parties) {
       add(this.#i32, 1, PHASE_ONE - parties)
-      g.binding.notify(this.#i32, 1, Infinity)
+      native.notify(this.#i32, 1, Infinity)
       return -1
     }
     return before >>> 16
@@ -65,7 +61,7 @@ class Barrier extends SharedSlot {
   #withdraw (phase) {
     let v = load(this.#i32, 1)
     while (v >>> 16 === phase) {
-      const seen = Atomics.compareExchange(this.#i32, 1, v, v - 1)
+      const seen = compareExchange(this.#i32, 1, v, v - 1)
       if (seen === v) return true
       v = seen
     }
@@ -79,16 +75,16 @@ class Barrier extends SharedSlot {
    * which case it returns false as if it had not timed out).
    */
   arriveAndWaitSync (options) {
-    const timeout = g.readSyncOptions(options, 'arriveAndWaitSync')
-    const deadline = g.deadlineOf(timeout)
+    const timeout = readSyncOptions(options, 'Barrier.arriveAndWaitSync')
+    const deadline = gate.deadlineOf(timeout)
     const phase = this.#arrive()
     if (phase < 0) return true
     for (;;) {
       const v = load(this.#i32, 1)
       if (v >>> 16 !== phase) return false
-      if (g.waitSync(this.#i32, 1, v, g.remaining(deadline)) === 'timed-out') {
+      if (gate.waitSync(this.#i32, 1, v, gate.remaining(deadline), 'Barrier.arriveAndWaitSync') === 'timed-out') {
         if (!this.#withdraw(phase)) return false
-        throw g.timeoutError(timeout, 'Barrier.arriveAndWaitSync')
+        throw timeoutError(timeout, 'Barrier.arriveAndWaitSync')
       }
     }
   }
@@ -99,9 +95,9 @@ class Barrier extends SharedSlot {
    * as in arriveAndWaitSync.
    */
   async arriveAndWait (options) {
-    const o = g.readAsyncOptions(options, 'arriveAndWait', false)
-    if (o.signal !== undefined && o.signal.aborted) throw g.abortError(o.signal)
-    const deadline = g.deadlineOf(o.timeout)
+    const o = readAsyncOptions(options, 'Barrier.arriveAndWait', false)
+    if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
+    const deadline = gate.deadlineOf(o.timeout)
     const phase = this.#arrive()
     if (phase < 0) return true
     for (;;) {
@@ -109,14 +105,14 @@ class Barrier extends SharedSlot {
       if (v >>> 16 !== phase) return false
       let r
       try {
-        r = await g.waitAsync(this.#i32, 1, v, { ...o, timeout: g.remaining(deadline) })
+        r = await gate.waitAsync(this.#i32, 1, v, { ...o, timeout: gate.remaining(deadline) })
       } catch (err) {
         if (!this.#withdraw(phase)) return false
         throw err // the abort
       }
       if (r === 'timed-out') {
         if (!this.#withdraw(phase)) return false
-        throw g.timeoutError(o.timeout, 'Barrier.arriveAndWait')
+        throw timeoutError(o.timeout, 'Barrier.arriveAndWait')
       }
     }
   }

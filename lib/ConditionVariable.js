@@ -11,18 +11,20 @@
 // of them had not yet gone to sleep), so always wait in a loop that checks
 // the condition.
 
-const g = require('./gate')
 const { SharedSlot } = require('./SharedSlot')
 const { AsyncLock } = require('./AsyncLock')
-const { describe } = require('./atomics')
+const gate = require('./gate')
+const native = require('./native')
+const { describe, readSyncOptions, readAsyncOptions } = require('./validate')
+const { notOwnerError, abortError } = require('./errors')
 
 const { add, load } = Atomics
 
-function readLock (lock, where) {
+function readHeldLock (lock, where) {
   if (!(lock instanceof AsyncLock)) {
     throw new TypeError(`${where}: lock must be an AsyncLock, received ${describe(lock)}`)
   }
-  if (lock.owner !== g.selfId - 1) throw g.notOwnerError(where)
+  if (lock.owner !== native.selfId - 1) throw notOwnerError(where)
 }
 
 class ConditionVariable extends SharedSlot {
@@ -32,31 +34,26 @@ class ConditionVariable extends SharedSlot {
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
    * @param {number} [byteOffset=0]
    */
-  constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0) {
+  constructor (buffer = undefined, byteOffset = 0) {
     super(buffer, byteOffset, 1, 'ConditionVariable')
-    this.#i32 = new Int32Array(buffer, byteOffset, 1)
-  }
-
-  static from (handle) {
-    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'ConditionVariable.from')
-    return new ConditionVariable(buffer, byteOffset)
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
   }
 
   /** Threads (and async waits) waiting now. */
-  get waiting () { return g.binding.waiterCount(this.#i32, 0) }
+  get waiting () { return native.waiterCount(this.#i32, 0) }
 
   /**
    * Releases `lock` (held by this thread), blocks until notified or timed
    * out, and takes `lock` again before returning 'ok' or 'timed-out'.
    */
   waitSync (lock, options) {
-    readLock(lock, 'waitSync')
-    const timeout = g.readSyncOptions(options, 'waitSync')
+    readHeldLock(lock, 'ConditionVariable.waitSync')
+    const timeout = readSyncOptions(options, 'ConditionVariable.waitSync')
     const seq = load(this.#i32, 0)
     lock.unlock()
     let result
     try {
-      result = g.waitSync(this.#i32, 0, seq, timeout)
+      result = gate.waitSync(this.#i32, 0, seq, timeout, 'ConditionVariable.waitSync')
     } finally {
       lock.lock()
     }
@@ -70,14 +67,14 @@ class ConditionVariable extends SharedSlot {
    * AbortError.
    */
   async wait (lock, options) {
-    readLock(lock, 'wait')
-    const o = g.readAsyncOptions(options, 'wait', false)
-    if (o.signal !== undefined && o.signal.aborted) throw g.abortError(o.signal)
+    readHeldLock(lock, 'ConditionVariable.wait')
+    const o = readAsyncOptions(options, 'ConditionVariable.wait', false)
+    if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
     const seq = load(this.#i32, 0)
     lock.unlock()
     let result
     try {
-      result = await g.waitAsync(this.#i32, 0, seq, o)
+      result = await gate.waitAsync(this.#i32, 0, seq, o)
     } finally {
       await lock.acquire({ ref: o.ref })
     }
@@ -87,13 +84,13 @@ class ConditionVariable extends SharedSlot {
   /** Wakes the oldest waiter; returns how many were woken (0 or 1). */
   notifyOne () {
     add(this.#i32, 0, 1)
-    return g.binding.notify(this.#i32, 0, 1)
+    return native.notify(this.#i32, 0, 1)
   }
 
   /** Wakes every waiter; returns how many were woken. */
   notifyAll () {
     add(this.#i32, 0, 1)
-    return g.binding.notify(this.#i32, 0, Infinity)
+    return native.notify(this.#i32, 0, Infinity)
   }
 }
 

@@ -11,15 +11,25 @@
 // on its way; an owner field of LOCK_PASSING means the word was passed to
 // that woken waiter. An uncontended acquire (0 -> id) and release (id -> 0)
 // are one compare-exchange each.
+//
+// The reservation: an event-loop thread leaves a gap of a few hundred
+// nanoseconds between two grants (the promise jobs of
+// `await lock.executeLocked(f)` in a loop), and a thread in a tight blocking
+// loop would take the lock in every such gap. So once that happened in its
+// slice, while others wait, a release through the promise API (the release
+// function, runExclusive, executeLocked) keeps the word for RESERVE_HOPS
+// microtasks: a request the thread makes meanwhile takes it back without an
+// atomic operation, and otherwise the release happens before the thread's
+// microtasks run out, so a reservation never outlives them.
 
-const g = require('./gate')
-const { binding, selfId } = require('./native')
-const { LockError, codes } = require('./errors')
+const { gateRelease } = require('./gate')
+const { selfId, constants } = require('./native')
+const { notOwnerError } = require('./errors')
 
 const {
-  LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
+  GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
   LOCK_WOKEN: WOKEN_BIT, LOCK_PASSING: PASSING, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
-} = binding.constants
+} = constants
 // Somebody waits: queued in the core, or woken and on the way.
 const WAITING = WAITERS_BIT | WOKEN_BIT
 
@@ -105,7 +115,7 @@ class LockWord {
   }
 
   // A release through the promise API: while others wait, it keeps the word
-  // for a few microtasks (see lib/AsyncLock.js). Returns false when the
+  // for a few microtasks (the reservation above). Returns false when the
   // caller must unlock as usual.
   leave () {
     if (!this.#guard) return false
@@ -138,9 +148,9 @@ class LockWord {
   checkOwner (v) {
     if ((v & ID_MASK) === selfId) return
     const owner = (v & ID_MASK) === 0 || (v & ID_MASK) === PASSING ? null : (v & ID_MASK) - 1
-    throw new LockError(codes.ENOTOWNER, owner === null
-      ? 'AsyncLock.unlock: the lock is not held'
-      : `AsyncLock.unlock: called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
+    throw notOwnerError('AsyncLock.unlock', owner === null
+      ? 'the lock is not held'
+      : `called by thread ${selfId - 1}, but the lock is held by thread ${owner}`)
   }
 
   // Whether this thread's slice lets it keep the lock; counts one grant.
@@ -169,7 +179,7 @@ class LockWord {
         return
       }
     }
-    g.gateRelease(this.#i32, 0, g.GATE_LOCK, this.#flags | (handoff ? HANDOFF : 0), 'AsyncLock.unlock')
+    gateRelease(this.#i32, 0, GATE_LOCK, this.#flags | (handoff ? HANDOFF : 0), 'AsyncLock.unlock')
   }
 }
 

@@ -11,27 +11,31 @@
 // the lock is recovered like an AsyncLock owner; readers are counted, not
 // named, so a reader that dies holding a read lock leaves it held.
 
-const g = require('./gate')
 const { SharedSlot } = require('./SharedSlot')
+const gate = require('./gate')
+const native = require('./native')
+const { readSyncOptions, readAsyncOptions } = require('./validate')
 
-const { RW_MASK: MASK, RW_WRITER: WRITER } = require('./native').binding.constants
+const { selfId } = native
+const { GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, GATE_WAITERS: WAITERS_BIT } = native.constants
 const { compareExchange, load } = Atomics
 
 class RWLock extends SharedSlot {
   #i32
+  #read
+  #write
+  #releaseRead = () => this.releaseRead()
+  #releaseWrite = () => this.releaseWrite()
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
    * @param {number} [byteOffset=0]
    */
-  constructor (buffer = new SharedArrayBuffer(4), byteOffset = 0) {
+  constructor (buffer = undefined, byteOffset = 0) {
     super(buffer, byteOffset, 1, 'RWLock')
-    this.#i32 = new Int32Array(buffer, byteOffset, 1)
-  }
-
-  static from (handle) {
-    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'RWLock.from')
-    return new RWLock(buffer, byteOffset)
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#read = new gate.Gate(this.#i32, GATE_READ, () => this.#fastRead() ? false : undefined)
+    this.#write = new gate.Gate(this.#i32, GATE_WRITE, () => this.#fastWrite() ? false : undefined)
   }
 
   /** Readers holding the lock now. */
@@ -47,11 +51,11 @@ class RWLock extends SharedSlot {
   }
 
   /** Requests waiting, in all threads. */
-  get waiting () { return g.binding.waiterCount(this.#i32, 0) }
+  get waiting () { return native.waiterCount(this.#i32, 0) }
 
   #fastRead () {
     let v = load(this.#i32, 0)
-    while (!(v & (g.WAITERS_BIT | WRITER)) && (v & MASK) < MASK) {
+    while (!(v & (WAITERS_BIT | WRITER)) && (v & MASK) < MASK) {
       const seen = compareExchange(this.#i32, 0, v, v + 1)
       if (seen === v) return true
       v = seen
@@ -60,107 +64,72 @@ class RWLock extends SharedSlot {
   }
 
   #fastWrite () {
-    return compareExchange(this.#i32, 0, 0, WRITER | g.selfId) === 0
+    return compareExchange(this.#i32, 0, 0, WRITER | selfId) === 0
   }
 
-  // Takes the lock without waiting through the core, which also recovers
-  // it from a dead writer: undefined if that is not possible now, otherwise
-  // whether the previous writer died holding it.
-  #try (gate) {
-    return g.gateTry(this.#i32, 0, gate, 0)
+  tryAcquireRead () {
+    return gate.tryAcquire(this.#read, 0)
   }
 
-  tryReadLock () {
-    return this.#fastRead() || this.#try(g.GATE_READ) !== undefined
-  }
-
-  tryWriteLock () {
-    if (this.#fastWrite()) return true
-    if (this.writer === g.selfId - 1) return false
-    return this.#try(g.GATE_WRITE) !== undefined
+  tryAcquireWrite () {
+    // The writer itself would only be refused by the core.
+    if (this.writer === selfId - 1) return false
+    return gate.tryAcquire(this.#write, 0)
   }
 
   /**
    * Blocks until this thread holds a read lock. Returns true when it was
    * taken over from a writer that died holding the lock.
    */
-  readLock (options) {
-    const timeout = g.readSyncOptions(options, 'readLock')
-    if (this.#fastRead()) return false
-    return g.gateSync(this.#i32, 0, g.GATE_READ, 0, timeout, 'RWLock.readLock')
+  acquireReadSync (options) {
+    const timeout = readSyncOptions(options, 'RWLock.acquireReadSync')
+    return gate.acquireSync(this.#read, 0, timeout, 'RWLock.acquireReadSync')
   }
 
   /**
    * Blocks until this thread holds the write lock. Returns true when it was
    * taken over from a writer that died holding it.
    */
-  writeLock (options) {
-    const timeout = g.readSyncOptions(options, 'writeLock')
-    if (this.#fastWrite()) return false
-    return g.gateSync(this.#i32, 0, g.GATE_WRITE, 0, timeout, 'RWLock.writeLock')
+  acquireWriteSync (options) {
+    const timeout = readSyncOptions(options, 'RWLock.acquireWriteSync')
+    return gate.acquireSync(this.#write, 0, timeout, 'RWLock.acquireWriteSync')
   }
 
-  readUnlock () {
+  releaseRead () {
     let v = load(this.#i32, 0)
-    while (!(v & (g.WAITERS_BIT | WRITER)) && (v & MASK) > 0) {
+    while (!(v & (WAITERS_BIT | WRITER)) && (v & MASK) > 0) {
       const seen = compareExchange(this.#i32, 0, v, v - 1)
       if (seen === v) return
       v = seen
     }
-    g.gateRelease(this.#i32, 0, g.GATE_READ, 0, 'RWLock.readUnlock')
+    gate.gateRelease(this.#i32, 0, GATE_READ, 0, 'RWLock.releaseRead')
   }
 
-  writeUnlock () {
-    if (compareExchange(this.#i32, 0, WRITER | g.selfId, 0) === (WRITER | g.selfId)) return
-    g.gateRelease(this.#i32, 0, g.GATE_WRITE, 0, 'RWLock.writeUnlock')
-  }
-
-  #acquire (gate, fast, unlock, options, where) {
-    let o
-    try {
-      o = g.readAsyncOptions(options, where, true)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
-    if (fast()) return Promise.resolve(g.makeRelease(unlock, false))
-    if (!o.blocking || o.timeout === 0) {
-      const ownerDied = this.#try(gate)
-      if (ownerDied !== undefined) return Promise.resolve(g.makeRelease(unlock, ownerDied))
-      return Promise.reject(o.blocking ? g.timeoutError(0, where) : g.busyError(where))
-    }
-    return g.gateAsync(this.#i32, 0, gate, 0, o, where)
-      .then((ownerDied) => g.makeRelease(unlock, ownerDied))
+  releaseWrite () {
+    if (compareExchange(this.#i32, 0, WRITER | selfId, 0) === (WRITER | selfId)) return
+    gate.gateRelease(this.#i32, 0, GATE_WRITE, 0, 'RWLock.releaseWrite')
   }
 
   /** Resolves with a release function once this thread holds a read lock. */
   acquireRead (options) {
-    return this.#acquire(g.GATE_READ, () => this.#fastRead(), () => this.readUnlock(), options, 'RWLock.acquireRead')
+    return gate.rejecting(() => gate.acquire(this.#read, 0,
+      readAsyncOptions(options, 'RWLock.acquireRead', true), 'RWLock.acquireRead', this.#releaseRead))
   }
 
   /** Resolves with a release function once this thread holds the write lock. */
   acquireWrite (options) {
-    return this.#acquire(g.GATE_WRITE, () => this.#fastWrite(), () => this.writeUnlock(), options, 'RWLock.acquireWrite')
+    return gate.rejecting(() => gate.acquire(this.#write, 0,
+      readAsyncOptions(options, 'RWLock.acquireWrite', true), 'RWLock.acquireWrite', this.#releaseWrite))
   }
 
-  async runRead (callback, options) {
-    g.readCallback(callback, 'runRead')
-    const release = await this.acquireRead(options)
-    try {
-      return await callback()
-    } finally {
-      release()
-    }
+  /** Runs `callback` holding a read lock. */
+  runRead (callback, options) {
+    return gate.runHolding(callback, 'RWLock.runRead', () => this.acquireRead(options))
   }
 
-  async runWrite (callback, options) {
-    g.readCallback(callback, 'runWrite')
-    const release = await this.acquireWrite(options)
-    try {
-      return await callback()
-    } finally {
-      release()
-    }
+  /** Runs `callback` holding the write lock. */
+  runWrite (callback, options) {
+    return gate.runHolding(callback, 'RWLock.runWrite', () => this.acquireWrite(options))
   }
 }
 

@@ -9,48 +9,45 @@
 // bit 30 set while requests are queued. Without queued requests, acquire and
 // release are one compare-exchange in JavaScript.
 
-const g = require('./gate')
 const { SharedSlot } = require('./SharedSlot')
+const gate = require('./gate')
+const native = require('./native')
+const { readCount, readSyncOptions, readAsyncOptions } = require('./validate')
 
-const { SEM_MASK: MASK } = require('./native').binding.constants
+const { GATE_SEM, SEM_MASK: MASK, GATE_WAITERS: WAITERS_BIT } = native.constants
 const { compareExchange, load, store } = Atomics
 
 function readPermits (k, where) {
   if (k === undefined) return 1
-  return g.readCount(k, 1, MASK, where, 'permits')
+  return readCount(k, 1, MASK, where, 'permits')
 }
 
 class Semaphore extends SharedSlot {
   #i32
+  #gate
 
   /**
    * @param {number} [permits=1] initial permits
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
    * @param {number} [byteOffset=0]
    */
-  constructor (permits = 1, buffer = new SharedArrayBuffer(4), byteOffset = 0) {
-    const attach = permits === g.ATTACH
-    if (!attach) g.readCount(permits, 0, MASK, 'Semaphore', 'permits')
-    super(buffer, byteOffset, 1, 'Semaphore')
-    this.#i32 = new Int32Array(buffer, byteOffset, 1)
-    if (!attach) store(this.#i32, 0, permits)
-  }
-
-  /** Opens a semaphore created elsewhere from its `handle`. */
-  static from (handle) {
-    const { buffer, byteOffset } = SharedSlot.open(handle, 1, 'Semaphore.from')
-    return new Semaphore(g.ATTACH, buffer, byteOffset)
+  constructor (permits = 1, buffer = undefined, byteOffset = 0) {
+    super(buffer, byteOffset, 1, 'Semaphore', (i32, handle) => {
+      if (handle === undefined) store(i32, 0, readCount(permits, 0, MASK, 'Semaphore', 'permits'))
+    })
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#gate = new gate.Gate(this.#i32, GATE_SEM, (k) => this.#fast(k) ? false : undefined)
   }
 
   /** Permits available now. */
   get value () { return load(this.#i32, 0) & MASK }
 
   /** Requests waiting, in all threads. */
-  get waiting () { return g.binding.waiterCount(this.#i32, 0) }
+  get waiting () { return native.waiterCount(this.#i32, 0) }
 
   #fast (k) {
     let v = load(this.#i32, 0)
-    while (!(v & g.WAITERS_BIT) && (v & MASK) >= k) {
+    while (!(v & WAITERS_BIT) && (v & MASK) >= k) {
       const seen = compareExchange(this.#i32, 0, v, v - k)
       if (seen === v) return true
       v = seen
@@ -60,60 +57,44 @@ class Semaphore extends SharedSlot {
 
   /** Takes `k` permits if they are available without waiting. */
   tryAcquire (k) {
-    return this.#fast(readPermits(k, 'tryAcquire'))
+    return gate.tryAcquire(this.#gate, readPermits(k, 'Semaphore.tryAcquire'))
   }
 
   /** Blocks this thread until `k` permits are taken. */
   acquireSync (k, options) {
-    const n = readPermits(k, 'acquireSync')
-    const timeout = g.readSyncOptions(options, 'acquireSync')
-    if (this.#fast(n)) return
-    g.gateSync(this.#i32, 0, g.GATE_SEM, n, timeout, 'Semaphore.acquireSync')
+    const n = readPermits(k, 'Semaphore.acquireSync')
+    const timeout = readSyncOptions(options, 'Semaphore.acquireSync')
+    gate.acquireSync(this.#gate, n, timeout, 'Semaphore.acquireSync')
   }
 
   /** Resolves with a release function once `k` permits are taken. */
   acquire (k, options) {
-    let n, o
-    try {
-      n = readPermits(k, 'acquire')
-      o = g.readAsyncOptions(options, 'acquire', true)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    if (o.signal !== undefined && o.signal.aborted) return Promise.reject(g.abortError(o.signal))
-    const release = () => this.release(n)
-    if (this.#fast(n)) return Promise.resolve(g.makeRelease(release, false))
-    if (!o.blocking) return Promise.reject(g.busyError('Semaphore.acquire'))
-    if (o.timeout === 0) return Promise.reject(g.timeoutError(0, 'Semaphore.acquire'))
-    return g.gateAsync(this.#i32, 0, g.GATE_SEM, n, o, 'Semaphore.acquire')
-      .then(() => g.makeRelease(release, false))
+    return gate.rejecting(() => {
+      const n = readPermits(k, 'Semaphore.acquire')
+      const o = readAsyncOptions(options, 'Semaphore.acquire', true)
+      return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', () => this.release(n))
+    })
   }
 
   /** Returns `k` permits and grants waiting requests in order. */
   release (k) {
-    const n = readPermits(k, 'release')
+    const n = readPermits(k, 'Semaphore.release')
     let v = load(this.#i32, 0)
-    while (!(v & g.WAITERS_BIT)) {
-      if ((v & MASK) + n > MASK) throw new RangeError(`release: ${n} more permits would exceed ${MASK}`)
+    while (!(v & WAITERS_BIT)) {
+      if ((v & MASK) + n > MASK) throw new RangeError(`Semaphore.release: ${n} more permits would exceed ${MASK}`)
       const seen = compareExchange(this.#i32, 0, v, v + n)
       if (seen === v) return
       v = seen
     }
-    g.gateRelease(this.#i32, 0, g.GATE_SEM, n, 'Semaphore.release')
+    gate.gateRelease(this.#i32, 0, GATE_SEM, n, 'Semaphore.release')
   }
 
   /** Runs `callback` holding `options.permits` (1) permits. */
-  async runExclusive (callback, options) {
-    g.readCallback(callback, 'runExclusive')
+  runExclusive (callback, options) {
     // A bad `options` must be reported as such by acquire(), not as bad
     // permits read from it.
-    const permits = options !== null && typeof options === 'object' ? options.permits : undefined
-    const release = await this.acquire(permits, options)
-    try {
-      return await callback()
-    } finally {
-      release()
-    }
+    return gate.runHolding(callback, 'Semaphore.runExclusive', () => this.acquire(
+      options !== null && typeof options === 'object' ? options.permits : undefined, options))
   }
 }
 

@@ -14,7 +14,8 @@
 // the event loop alive; once a request is sent to the core, the core's
 // timeout, withdrawal and reference take over.
 
-const g = require('./gate')
+const { deadlineOf } = require('./gate')
+const { timeoutError, abortError } = require('./errors')
 
 class Request {
   constructor (options, where, resolve, reject) {
@@ -22,7 +23,7 @@ class Request {
     this.where = where
     this.resolve = resolve
     this.reject = reject
-    this.deadline = g.deadlineOf(options.timeout)
+    this.deadline = deadlineOf(options.timeout)
     this.native = false // sent to the core, which now times or withdraws it
     this.watched = false // timer, listener and reference are this queue's
     this.timer = undefined
@@ -59,11 +60,11 @@ class ThreadQueue {
     const { timeout, signal, ref } = req.options
     req.watched = true
     if (timeout !== Infinity) {
-      req.timer = setTimeout(() => drop(req, g.timeoutError(timeout, req.where)), timeout)
+      req.timer = setTimeout(() => drop(req, timeoutError(timeout, req.where)), timeout)
       req.timer.unref()
     }
     if (signal !== undefined) {
-      req.onAbort = () => drop(req, g.abortError(signal))
+      req.onAbort = () => drop(req, abortError(signal))
       signal.addEventListener('abort', req.onAbort, { once: true })
     }
     if (ref && this.#refs++ === 0) this.#keepAlive = setInterval(noop, FOREVER)

@@ -5,7 +5,9 @@
 // the spec's order, before anything reaches the native waiter list.
 
 const { types } = require('util')
-const { binding } = require('./native')
+const native = require('./native')
+const { RESULTS } = require('./gate')
+const { describe, readObject, readFlag } = require('./validate')
 
 const TypedArrayPrototype = Object.getPrototypeOf(Int32Array.prototype)
 const getLength = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'length').get
@@ -15,21 +17,7 @@ const { isTypedArray, isInt32Array, isBigInt64Array, isSharedArrayBuffer } = typ
 const { asIntN } = BigInt
 const { trunc } = Math
 
-// Native result codes, see src/waiters.h.
-const { RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT } = binding.constants
-const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out' }
 const MAX_SAFE_INDEX = Number.MAX_SAFE_INTEGER
-
-function describe (value) {
-  if (value === null) return 'null'
-  if (typeof value === 'function') return 'a function'
-  if (typeof value === 'object') {
-    const name = value.constructor && value.constructor.name
-    return name ? `an instance of ${name}` : 'an object'
-  }
-  if (typeof value === 'symbol') return 'a symbol'
-  return `type ${typeof value}`
-}
 
 // IsTypedArrayOutOfBounds for a view of a non-detached buffer: the
 // prototype's iterator methods run ValidateTypedArray and throw a TypeError
@@ -53,7 +41,7 @@ function validateWaitable (typedArray, fn) {
   // shrank below the view, throws. Only a non-shared buffer can do either,
   // and the length getter then reads 0, so the common path costs nothing.
   if (!isSharedArrayBuffer(buffer) && getLength.call(typedArray) === 0) {
-    if (binding.isDetached(buffer)) {
+    if (native.isDetached(buffer)) {
       throw new TypeError(`${fn}: the typed array's buffer is detached`)
     }
     if (isOutOfBounds(typedArray)) {
@@ -110,16 +98,9 @@ function prepareWait (typedArray, index, value, timeout, fn) {
   return [i, v, t]
 }
 
+// threadlock's own { ref = true } of waitAsync.
 function readRef (options, fn) {
-  if (options === undefined) return true
-  if (options === null || typeof options !== 'object') {
-    throw new TypeError(`${fn}: options must be an object, received ${describe(options)}`)
-  }
-  const { ref = true } = options
-  if (typeof ref !== 'boolean') {
-    throw new TypeError(`${fn}: options.ref must be a boolean, received ${describe(ref)}`)
-  }
-  return ref
+  return readFlag(readObject(options, fn).ref, true, fn, 'ref')
 }
 
 // Method definitions are not constructors and get the right name and length,
@@ -127,7 +108,7 @@ function readRef (options, fn) {
 const api = {
   wait (typedArray, index, value, timeout) {
     const [i, v, t] = prepareWait(typedArray, index, value, timeout, 'wait')
-    return RESULTS[binding.wait(typedArray, i, v, t)]
+    return RESULTS[native.wait(typedArray, i, v, t)]
   },
 
   notify (typedArray, index, count) {
@@ -139,7 +120,7 @@ const api = {
       if (c < 0) c = 0
     }
     if (!isSharedArrayBuffer(buffer)) return 0
-    return binding.notify(typedArray, i, c)
+    return native.notify(typedArray, i, c)
   },
 
   waitAsync (typedArray, index, value, timeout) {
@@ -147,7 +128,7 @@ const api = {
     // A fifth argument, { ref = true }, is threadlock's own: ref: false lets
     // the thread exit while the wait is pending.
     const ref = readRef(arguments[4], 'waitAsync')
-    const r = binding.waitAsync(typedArray, i, v, t, ref)
+    const r = native.waitAsync(typedArray, i, v, t, ref)
     if (typeof r === 'number') return { async: false, value: RESULTS[r] }
     return { async: true, value: r }
   }
@@ -157,14 +138,12 @@ const api = {
 function waiterCount (typedArray, index) {
   validateWaitable(typedArray, 'waiterCount')
   const i = validateIndex(typedArray, index, 'waiterCount')
-  return binding.waiterCount(typedArray, i)
+  return native.waiterCount(typedArray, i)
 }
 
 module.exports = {
   wait: api.wait,
   notify: api.notify,
   waitAsync: api.waitAsync,
-  waiterCount,
-  describe,
-  toIntegerOrInfinity
+  waiterCount
 }

@@ -1,13 +1,14 @@
 'use strict'
 
-// Errors of threadlock's primitives. Every LockError carries a stable `code`.
+// Errors of threadlock's primitives, and the one place that words them.
+// Every LockError carries a stable `code`; every message starts with the
+// public `Class.method` that failed (`where`).
 
 const codes = Object.freeze({
   ETIMEDOUT: 'ETIMEDOUT', // the timeout ran out before the lock was granted
   ENOTOWNER: 'ENOTOWNER', // release by a thread that does not hold the lock
   EDEADLK: 'EDEADLK', // a blocking acquire that could never succeed
-  EBUSY: 'EBUSY', // a non-blocking attempt found the lock held
-  EOWNERDEAD: 'EOWNERDEAD' // reserved: the previous owner died holding it
+  EBUSY: 'EBUSY' // a non-blocking attempt found the lock held
 })
 
 class LockError extends Error {
@@ -30,4 +31,41 @@ class AbortError extends Error {
   }
 }
 
-module.exports = { LockError, AbortError, codes }
+function timeoutError (timeout, where) {
+  return new LockError(codes.ETIMEDOUT, `${where}: not acquired within ${timeout} ms`)
+}
+
+function busyError (where) {
+  return new LockError(codes.EBUSY, `${where}: not available (non-blocking attempt)`)
+}
+
+function deadlockError (where, message = 'this thread holds or waits for it already, so a blocking wait would never return') {
+  return new LockError(codes.EDEADLK, `${where}: ${message}`)
+}
+
+function notOwnerError (where, message = 'this thread does not hold it') {
+  return new LockError(codes.ENOTOWNER, `${where}: ${message}`)
+}
+
+function abortError (signal) {
+  return new AbortError('The operation was aborted', { cause: signal.reason })
+}
+
+// What a blocking wait throws when it ends because its thread is being
+// terminated. The thread's script stops right after, so hardly any code
+// sees it; it exists so that the wait never pretends to have succeeded.
+function interrupted (where) {
+  return new Error(`${where}: the wait was interrupted because the thread is terminating`)
+}
+
+module.exports = {
+  LockError,
+  AbortError,
+  codes,
+  timeoutError,
+  busyError,
+  deadlockError,
+  notOwnerError,
+  abortError,
+  interrupted
+}

@@ -7,44 +7,16 @@
 // `locks.query()` describes what is held and pending. A thread that ends
 // while holding a named lock releases it, so the next request is granted.
 
-const { binding } = require('./native')
-const { describe } = require('./atomics')
+const native = require('./native')
+const { parseRequest } = require('./requestOptions')
+const { Lock, createLock } = require('./Lock')
 
 // Phases of the native table (src/names.h).
-const { NAMED_QUEUED: QUEUED, NAMED_HELD: HELD, NAMED_STOLEN: STOLEN } = binding.constants
-
-// Only this module creates Lock objects: like the Web Locks API (and
-// worker_threads.locks), `new Lock()` from script is a TypeError.
-const kCreate = Symbol('kCreate')
-
-function notSupported (message) {
-  return new DOMException(message, 'NotSupportedError')
-}
+const { NAMED_QUEUED: QUEUED, NAMED_HELD: HELD, NAMED_STOLEN: STOLEN } = native.constants
 
 function stolenError () {
-  return new DOMException('The lock was stolen by another request', 'AbortError')
+  return new DOMException('LockManager.request: the lock was stolen by another request', 'AbortError')
 }
-
-/** A granted lock, as passed to the callback. */
-class Lock {
-  #name
-  #mode
-  constructor (key, name, mode) {
-    if (key !== kCreate) throw new TypeError('Illegal constructor')
-    this.#name = name
-    this.#mode = mode
-  }
-
-  get name () { return this.#name }
-  get mode () { return this.#mode }
-}
-
-// WebIDL attributes are enumerable accessors on the prototype.
-Object.defineProperties(Lock.prototype, {
-  name: { enumerable: true },
-  mode: { enumerable: true },
-  [Symbol.toStringTag]: { value: 'Lock', writable: false, enumerable: false, configurable: true }
-})
 
 // Requests of this thread that are queued or held, by id, so that a steal
 // from any thread can reject the right request. An entry exists from the
@@ -54,7 +26,7 @@ Object.defineProperties(Lock.prototype, {
 // lost.
 const requests = new Map()
 
-binding.namedInit((id) => {
+native.namedInit((id) => {
   const entry = requests.get(id)
   if (entry === undefined) return
   requests.delete(id)
@@ -72,73 +44,10 @@ binding.namedInit((id) => {
 // `requests` keeps the token reachable until the report arrives and removes
 // the entry.
 function release (id, token) {
-  const phase = binding.namedRelease(token)
+  const phase = native.namedRelease(token)
   if (phase === STOLEN && requests.has(id)) requests.set(id, { reject () {}, started: true, token })
   else requests.delete(id)
   return phase
-}
-
-// The arguments as WebIDL converts them for request(name, [options],
-// callback): the name, then the options dictionary, then the callback. A
-// dictionary's members are read once each, in lexicographic order
-// (ifAvailable, mode, ref, signal, steal; `ref` is this package's own
-// member), and each is converted as soon as it is read, so a bad member
-// throws before the later ones are read. The checks of the method's own
-// steps (NotSupportedError) come after every conversion.
-function parseRequest (name, options, callback) {
-  if (typeof name === 'symbol') {
-    throw new TypeError('request: name must be a string, received a symbol')
-  }
-  const n = `${name}`
-  if (callback === undefined) {
-    callback = options
-    options = undefined
-  }
-  // Undefined and null mean every default, with nothing read; any other
-  // object (functions included) is read member by member.
-  if (options !== undefined && options !== null && typeof options !== 'object' && typeof options !== 'function') {
-    throw new TypeError(`request: options must be an object, received ${describe(options)}`)
-  }
-  let ifAvailable = false
-  let mode = 'exclusive'
-  let ref = true
-  let signal
-  let steal = false
-  if (options != null) {
-    ifAvailable = Boolean(options.ifAvailable)
-    const m = options.mode
-    if (m !== undefined) {
-      if (typeof m === 'symbol') {
-        throw new TypeError("request: options.mode must be 'exclusive' or 'shared', received a symbol")
-      }
-      mode = `${m}`
-      if (mode !== 'exclusive' && mode !== 'shared') {
-        throw new TypeError(`request: options.mode must be 'exclusive' or 'shared', received ${describe(m)}`)
-      }
-    }
-    const r = options.ref
-    if (r !== undefined) {
-      if (typeof r !== 'boolean') {
-        throw new TypeError(`request: options.ref must be a boolean, received ${describe(r)}`)
-      }
-      ref = r
-    }
-    signal = options.signal
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw new TypeError(`request: options.signal must be an AbortSignal, received ${describe(signal)}`)
-    }
-    steal = Boolean(options.steal)
-  }
-  if (typeof callback !== 'function') {
-    throw new TypeError(`request: callback must be a function, received ${describe(callback)}`)
-  }
-  if (n.startsWith('-')) throw notSupported("request: lock names starting with '-' are reserved")
-  if (steal && ifAvailable) throw notSupported('request: steal and ifAvailable cannot be combined')
-  if (steal && mode !== 'exclusive') throw notSupported("request: steal requires mode 'exclusive'")
-  if (signal !== undefined && (steal || ifAvailable)) {
-    throw notSupported('request: signal cannot be combined with steal or ifAvailable')
-  }
-  return { name: n, mode, ifAvailable, steal, signal, ref, callback }
 }
 
 // Runs the callback of a granted lock and settles the request with its
@@ -148,7 +57,7 @@ function parseRequest (name, options, callback) {
 function runGranted (r, token, id, resolve, reject) {
   let result
   try {
-    result = Promise.resolve(r.callback(new Lock(kCreate, r.name, r.mode)))
+    result = Promise.resolve(r.callback(createLock(r.name, r.mode)))
   } catch (err) {
     result = Promise.reject(err)
   }
@@ -200,7 +109,7 @@ class LockManager {
     const r = parseRequest(name, options, callback)
     const signal = r.signal
     if (signal !== undefined && signal.aborted) throw signal.reason
-    const [phase, token, id, granted] = binding.namedRequest(r.name, r.mode === 'exclusive', r.ifAvailable, r.steal, r.ref)
+    const [phase, token, id, granted] = native.namedRequest(r.name, r.mode === 'exclusive', r.ifAvailable, r.steal, r.ref)
     if (phase !== HELD && phase !== QUEUED) {
       // ifAvailable and not grantable now: the callback gets null, from a
       // task of its own as well.
@@ -224,7 +133,7 @@ class LockManager {
         // was granted already, its callback will not run and the lock is
         // released at that point (below).
         onAbort = () => {
-          if (binding.namedCancel(token)) requests.delete(id)
+          if (native.namedCancel(token)) requests.delete(id)
           reject(signal.reason)
         }
         signal.addEventListener('abort', onAbort, { once: true })
@@ -241,7 +150,7 @@ class LockManager {
         }
         if (!ok) {
           requests.delete(id)
-          reject(new Error('threadlock: named lock request withdrawn'))
+          reject(new Error('LockManager.request: the request was withdrawn'))
           return
         }
         entry.started = true
@@ -255,7 +164,7 @@ class LockManager {
   /** Resolves with the held and pending locks of every thread. */
   async query () {
     const snapshot = { held: [], pending: [] }
-    for (const [name, exclusive, client, isHeld] of binding.namedQuery()) {
+    for (const [name, exclusive, client, isHeld] of native.namedQuery()) {
       const info = { name, mode: exclusive ? 'exclusive' : 'shared', clientId: String(client - 1) }
       ;(isHeld ? snapshot.held : snapshot.pending).push(info)
     }

@@ -1,7 +1,12 @@
 'use strict'
 
-// Loads the compiled addon once per thread and registers this thread as a
-// live lock owner, so that a lock it still holds when it dies is recovered.
+// The one door to the compiled addon. It loads the addon once per thread,
+// registers this thread as a live lock owner (so that a lock it still holds
+// when it dies is recovered), and hands the rest of lib/ the native calls
+// and constants by name. No other file in lib/ touches the binding object,
+// so what the JavaScript layer asks of the C core can be read here in one
+// place. `binding` itself is exported for the tests and benchmarks, which
+// also reach the diagnostics (waiter counts, fault injection).
 
 const path = require('path')
 const { threadId } = require('worker_threads')
@@ -22,4 +27,27 @@ const binding = load()
 const selfId = threadId + 1
 binding.register(selfId)
 
-module.exports = { binding, selfId }
+module.exports = {
+  binding,
+  selfId,
+  // Gate kinds, results, codes and word bits, written once in src/ and
+  // exported frozen by the binding.
+  constants: binding.constants,
+  // Atomics-style waits on one element.
+  wait: binding.wait,
+  waitAsync: binding.waitAsync,
+  notify: binding.notify,
+  waiterCount: binding.waiterCount,
+  cancel: binding.cancel,
+  isDetached: binding.isDetached,
+  // Gates: lock, semaphore, rwlock words whose grants the core decides.
+  gateAcquire: binding.gateAcquire,
+  gateAcquireAsync: binding.gateAcquireAsync,
+  gateRelease: binding.gateRelease,
+  // The process-wide table of named locks.
+  namedInit: binding.namedInit,
+  namedRequest: binding.namedRequest,
+  namedRelease: binding.namedRelease,
+  namedCancel: binding.namedCancel,
+  namedQuery: binding.namedQuery
+}

@@ -34,7 +34,7 @@ const CASES = [
   {
     name: 'RWLock',
     make: () => new RWLock(),
-    hold: (p) => { p.writeLock(); return () => p.writeUnlock() },
+    hold: (p) => { p.acquireWriteSync(); return () => p.releaseWrite() },
     forms: {
       acquireRead: (p, o) => p.acquireRead(o).then((release) => release()),
       acquireWrite: (p, o) => p.acquireWrite(o).then((release) => release()),

@@ -9,15 +9,51 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, LockError } = require('..')
-const { TestWorker, cleanup, track, mainGuard, guarded, within, until, thrown, rejection } = require('./fixtures/threads')
+const { TestWorker, started, cleanup, track, mainGuard, guarded, within, until, thrown, rejection, assertCode } = require('./fixtures/threads')
 
-function assertCode (err, code) {
-  assert.ok(err && err.code === code, `expected ${code}, got ${err && (err.stack || err.message)}`)
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
+// Queues, while the main thread holds `lock`, requests in this order: a
+// blocking lock() of worker 1, acquire() of worker 2, acquire() of the main
+// thread (5), lock() of worker 3, executeLocked() of worker 4 and
+// runExclusive() of the main thread (6); then releases the lock and
+// resolves with the tags in the order the requests were granted.
+async function grantOrder (lock) {
+  // order[0] counts the entries that follow it.
+  const order = new Int32Array(new SharedArrayBuffer(4 * 8))
+  const record = (tag) => { order[Atomics.add(order, 0, 1) + 1] = tag }
+  const workers = await started(...[1, 2, 3, 4].map(() =>
+    new TestWorker({ locks: [lock], data: { order } })))
+  lock.lock()
+  const runs = []
+  const enqueue = async (start) => {
+    runs.push(start())
+    const n = runs.length
+    await until(() => lock.waiting === n, `request ${n} did not queue`)
+  }
+  const tagged = (tag) => (fn) => workers[tag - 1].run(fn, tag)
+  await enqueue(() => tagged(1)(({ locks, workerData }, tag) => {
+    locks[0].lock()
+    workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+    locks[0].unlock()
+  }))
+  await enqueue(() => tagged(2)(async ({ locks, workerData }, tag) => {
+    const release = await locks[0].acquire()
+    workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+    release()
+  }))
+  await enqueue(() => lock.acquire().then((release) => { record(5); release() }))
+  await enqueue(() => tagged(3)(({ locks, workerData }, tag) => {
+    locks[0].lock({ timeout: 20000 })
+    workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+    locks[0].unlock()
+  }))
+  await enqueue(() => tagged(4)(({ locks, workerData }, tag) =>
+    locks[0].executeLocked(() => {
+      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+    })))
+  await enqueue(() => lock.runExclusive(() => record(6)))
+  lock.unlock()
+  await within(Promise.all(runs), 10000, 'not every queued request was granted')
+  return [...order.subarray(1, 1 + order[0])]
 }
 
 describe('AsyncLock across threads', function () {
@@ -135,85 +171,13 @@ describe('AsyncLock across threads', function () {
 
   it('{ fifo: true }: sync and async requests of all threads are granted in the order they were made', async () => {
     const lock = track(new AsyncLock(undefined, 0, { fifo: true }))
-    // order[0] counts the entries that follow it.
-    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
-    const record = (tag) => { order[Atomics.add(order, 0, 1) + 1] = tag }
-    const workers = await started(...[1, 2, 3, 4].map(() =>
-      new TestWorker({ locks: [lock], data: { order } })))
-    lock.lock()
-    const runs = []
-    const enqueue = async (start) => {
-      runs.push(start())
-      const n = runs.length
-      await until(() => lock.waiting === n, `request ${n} did not queue`)
-    }
-    const tagged = (tag) => (fn) => workers[tag - 1].run(fn, tag)
-    await enqueue(() => tagged(1)(({ locks, workerData }, tag) => {
-      locks[0].lock()
-      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      locks[0].unlock()
-    }))
-    await enqueue(() => tagged(2)(async ({ locks, workerData }, tag) => {
-      const release = await locks[0].acquire()
-      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      release()
-    }))
-    await enqueue(() => lock.acquire().then((release) => { record(5); release() }))
-    await enqueue(() => tagged(3)(({ locks, workerData }, tag) => {
-      locks[0].lock({ timeout: 20000 })
-      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      locks[0].unlock()
-    }))
-    await enqueue(() => tagged(4)(({ locks, workerData }, tag) =>
-      locks[0].executeLocked(() => {
-        workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      })))
-    await enqueue(() => lock.runExclusive(() => record(6)))
-    lock.unlock()
-    await within(Promise.all(runs), 10000, 'not every queued request was granted')
-    assert.deepStrictEqual([...order.subarray(1, 1 + order[0])], [1, 2, 5, 3, 4, 6])
+    assert.deepStrictEqual(await grantOrder(lock), [1, 2, 5, 3, 4, 6])
     assert.strictEqual(lock.locked, false)
   })
 
   it('default policy: the holder passes the lock to its own queued requests first, then the oldest waiter of another thread gets it', async () => {
     const lock = track(new AsyncLock())
-    // order[0] counts the entries that follow it.
-    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
-    const record = (tag) => { order[Atomics.add(order, 0, 1) + 1] = tag }
-    const workers = await started(...[1, 2, 3, 4].map(() =>
-      new TestWorker({ locks: [lock], data: { order } })))
-    lock.lock()
-    const runs = []
-    const enqueue = async (start) => {
-      runs.push(start())
-      const n = runs.length
-      await until(() => lock.waiting === n, `request ${n} did not queue`)
-    }
-    const tagged = (tag) => (fn) => workers[tag - 1].run(fn, tag)
-    await enqueue(() => tagged(1)(({ locks, workerData }, tag) => {
-      locks[0].lock()
-      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      locks[0].unlock()
-    }))
-    await enqueue(() => tagged(2)(async ({ locks, workerData }, tag) => {
-      const release = await locks[0].acquire()
-      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      release()
-    }))
-    await enqueue(() => lock.acquire().then((release) => { record(5); release() }))
-    await enqueue(() => tagged(3)(({ locks, workerData }, tag) => {
-      locks[0].lock({ timeout: 20000 })
-      workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      locks[0].unlock()
-    }))
-    await enqueue(() => tagged(4)(({ locks, workerData }, tag) =>
-      locks[0].executeLocked(() => {
-        workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
-      })))
-    await enqueue(() => lock.runExclusive(() => record(6)))
-    lock.unlock()
-    await within(Promise.all(runs), 10000, 'not every queued request was granted')
-    assert.deepStrictEqual([...order.subarray(1, 1 + order[0])], [5, 6, 1, 2, 3, 4])
+    assert.deepStrictEqual(await grantOrder(lock), [5, 6, 1, 2, 3, 4])
     assert.strictEqual(lock.locked, false)
   })
 

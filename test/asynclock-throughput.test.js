@@ -10,6 +10,7 @@ const { Worker } = require('worker_threads')
 const { AsyncLock, LockError } = require('..')
 
 const WORKER = path.join(__dirname, 'fixtures', 'throughput-worker.js')
+const { asyncIncrement } = require(WORKER)
 
 // Resolves with the worker's report once it has exited. Every listener is
 // attached as soon as the worker is created: a worker can post its report and
@@ -71,13 +72,7 @@ describe('AsyncLock default policy', () => {
     let mine = 0
     let longest = 0
     while (mine < max) {
-      const t0 = performance.now()
-      await lock.executeLocked(async () => {
-        longest = Math.max(longest, performance.now() - t0)
-        const v = shared[0]
-        await null
-        shared[0] = v + 1
-      })
+      longest = Math.max(longest, await asyncIncrement(lock, shared))
       mine++
     }
     const counts = await Promise.all(results)

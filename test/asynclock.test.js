@@ -9,16 +9,9 @@ const assert = require('assert')
 const { threadId } = require('worker_threads')
 const timersPromises = require('timers/promises')
 const { AsyncLock, LockError, AbortError } = require('..')
-const { cleanup, track, mainGuard, guarded, within, sleep, thrown, rejection } = require('./fixtures/threads')
+const { cleanup, track, mainGuard, guarded, within, sleep, thrown, rejection, assertCode } = require('./fixtures/threads')
 
 const seq = Array.from({ length: 10 }, (_, i) => i + 1)
-
-function assertLockError (err, code) {
-  assert.ok(err instanceof LockError, `expected a LockError ${code}, got ${err && err.stack}`)
-  assert.strictEqual(err.name, 'LockError')
-  assert.strictEqual(err.code, code)
-  assert.strictEqual(LockError.codes[code], code)
-}
 
 describe('AsyncLock (one thread)', () => {
   before(mainGuard)
@@ -96,19 +89,19 @@ describe('AsyncLock (one thread)', () => {
     it('unlock() of a lock that is not held throws ENOTOWNER and changes nothing', () => {
       const lock = track(new AsyncLock())
       const err = thrown(() => lock.unlock())
-      assertLockError(err, 'ENOTOWNER')
+      assertCode(err, 'ENOTOWNER')
       assert.match(err.message, /not held/)
       assert.strictEqual(lock.locked, false)
       lock.lock()
       lock.unlock()
-      assertLockError(thrown(() => lock.unlock()), 'ENOTOWNER')
+      assertCode(thrown(() => lock.unlock()), 'ENOTOWNER')
     })
 
     it('a blocking lock() by the holder throws EDEADLK instead of hanging; the lock stays held', () => {
       const lock = track(new AsyncLock())
       lock.lock()
-      assertLockError(thrown(() => guarded('lock() by the holder', () => lock.lock())), 'EDEADLK')
-      assertLockError(thrown(() => lock.lock({ timeout: 10 })), 'EDEADLK')
+      assertCode(thrown(() => guarded('lock() by the holder', () => lock.lock())), 'EDEADLK')
+      assertCode(thrown(() => lock.lock({ timeout: 10 })), 'EDEADLK')
       assert.strictEqual(lock.owner, threadId)
       assert.strictEqual(lock.waiting, 0)
       lock.unlock()
@@ -180,7 +173,7 @@ describe('AsyncLock (one thread)', () => {
       const lock = track(new AsyncLock())
       const release = await lock.acquire({ blocking: false })
       const err = await rejection(lock.acquire({ blocking: false }))
-      assertLockError(err, 'EBUSY')
+      assertCode(err, 'EBUSY')
       assert.strictEqual(lock.waiting, 0)
       release()
       assert.strictEqual(lock.locked, false)
@@ -194,13 +187,13 @@ describe('AsyncLock (one thread)', () => {
       assert.strictEqual(lock.waiting, 1)
       const err = await rejection(p, 5000)
       const elapsed = Date.now() - t0
-      assertLockError(err, 'ETIMEDOUT')
+      assertCode(err, 'ETIMEDOUT')
       assert.ok(elapsed >= 45, `timed out after ${elapsed} ms, before the 50 ms timeout`)
       assert.strictEqual(lock.waiting, 0)
       assert.strictEqual(lock.owner, threadId)
       lock.unlock()
       assert.strictEqual(lock.locked, false, 'the timed-out request must not receive the lock')
-      assertLockError(await rejection((async () => {
+      assertCode(await rejection((async () => {
         lock.lock()
         try {
           return await lock.acquire({ timeout: 0 })
@@ -215,13 +208,18 @@ describe('AsyncLock (one thread)', () => {
       lock.lock()
       const first = lock.acquire({ timeout: 30 })
       const second = lock.acquire()
-      assertLockError(await rejection(first), 'ETIMEDOUT')
+      assertCode(await rejection(first), 'ETIMEDOUT')
       assert.strictEqual(lock.waiting, 1)
       lock.unlock()
       const release = await within(second, 5000, 'the request behind a timed-out one was not granted')
       release()
       assert.strictEqual(lock.locked, false)
     })
+  })
+
+  it('LockError.codes holds exactly the codes a lock operation throws', () => {
+    assert.deepStrictEqual(Object.keys(LockError.codes), ['ETIMEDOUT', 'ENOTOWNER', 'EDEADLK', 'EBUSY'])
+    assert.ok(Object.isFrozen(LockError.codes))
   })
 
   describe('AbortSignal', () => {
@@ -357,8 +355,8 @@ describe('AsyncLock (one thread)', () => {
       const lock = track(new AsyncLock())
       lock.lock()
       let ran = false
-      assertLockError(await rejection(lock.runExclusive(() => { ran = true }, { timeout: 20 })), 'ETIMEDOUT')
-      assertLockError(await rejection(lock.runExclusive(() => { ran = true }, { blocking: false })), 'EBUSY')
+      assertCode(await rejection(lock.runExclusive(() => { ran = true }, { timeout: 20 })), 'ETIMEDOUT')
+      assertCode(await rejection(lock.runExclusive(() => { ran = true }, { blocking: false })), 'EBUSY')
       assert.strictEqual(ran, false)
       lock.unlock()
     })
@@ -389,7 +387,7 @@ describe('AsyncLock (one thread)', () => {
       assert.strictEqual(results[0].status, 'fulfilled')
       for (const r of results.slice(1)) {
         assert.strictEqual(r.status, 'rejected')
-        assertLockError(r.reason, 'EBUSY')
+        assertCode(r.reason, 'EBUSY')
       }
       assert.strictEqual(lock.locked, false)
     })
@@ -421,7 +419,7 @@ describe('AsyncLock (one thread)', () => {
           assert.strictEqual(r.status, 'fulfilled')
         } else {
           assert.strictEqual(r.status, 'rejected')
-          assertLockError(r.reason, 'ETIMEDOUT')
+          assertCode(r.reason, 'ETIMEDOUT')
         }
       })
       assert.strictEqual(lock.locked, false)

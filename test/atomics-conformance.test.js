@@ -16,6 +16,7 @@
 const assert = require('assert')
 const vm = require('vm')
 const threadlock = require('..')
+const { until, sleep } = require('./fixtures/threads')
 
 const IMPLS = [['Atomics', Atomics], ['threadlock', threadlock]]
 
@@ -213,21 +214,8 @@ function expectedSteps (label, mode) {
 
 const MODES = ['valueOf', 'toString', 'valueOfObject', 'toPrimitive']
 
-function delay (ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 function nowMs () {
   return Number(process.hrtime.bigint()) / 1e6
-}
-
-// Polls `condition` until it holds; fails after `ms` with `what` in the message.
-async function until (condition, what, ms = 5000) {
-  const deadline = nowMs() + ms
-  while (!condition()) {
-    if (nowMs() > deadline) assert.fail(`timed out waiting until ${what}`)
-    await delay(1)
-  }
 }
 
 // Tracks whether a promise has settled, without awaiting it.
@@ -250,7 +238,7 @@ async function assertNoWaiterChange (impl, ta, index, badCalls) {
   assert.strictEqual(sentinel.async, true)
   const state = track(sentinel.value)
   badCalls()
-  await delay(5)
+  await sleep(5)
   assert.strictEqual(state.settled, false, 'a bad call woke the waiter')
   assert.strictEqual(impl.notify(ta, index), 1,
     'a bad call added or removed a waiter on that element')
@@ -281,7 +269,7 @@ async function expectWoken (trackers, mask) {
   for (const outcome of await Promise.all(woken.map((t) => t.done))) {
     assert.strictEqual(outcome, 'ok')
   }
-  await delay(5)
+  await sleep(5)
   assert.deepStrictEqual(trackers.map((t) => t.settled), mask)
 }
 
@@ -755,7 +743,7 @@ for (const [name, impl] of IMPLS) {
             const r = impl.waitAsync(ta, 0, v(0), ...timeout)
             assertResult(r, true)
             const state = track(r.value)
-            await delay(30)
+            await sleep(30)
             assert.strictEqual(state.settled, false, 'the wait ended without a notify')
             assert.strictEqual(impl.notify(ta, 0), 1)
             assert.strictEqual(await state.done, 'ok')
@@ -786,7 +774,7 @@ for (const [name, impl] of IMPLS) {
           for (let k = 0; k < 5; k++) {
             assert.strictEqual(impl.notify(ta, 1, 1), 1)
             await until(() => order.length === k + 1, 'the woken waiter resolves')
-            await delay(5)
+            await sleep(5)
             assert.strictEqual(order.length, k + 1, 'one notify resolved two waiters')
           }
           await Promise.all(waiters)

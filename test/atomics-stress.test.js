@@ -18,6 +18,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker } = require('worker_threads')
 const { notify, waiterCount } = require('..')
+const { sleep } = require('./fixtures/threads')
 
 const WORKER = path.join(__dirname, 'fixtures', 'atomics-stress-worker.js')
 
@@ -38,10 +39,6 @@ const STALL_MS = envNumber('THREADLOCK_STRESS_STALL_MS', 10000)
 const PROGRESS = 0
 const DATA = 64
 const LENGTH = 128
-
-function delay (ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
 
 // Runs one scenario in WORKERS workers and resolves with their stats, in
 // worker order. Fails when a worker throws or exits early, or when the
@@ -100,7 +97,7 @@ async function runScenario (scenario, params) {
     let last = -1
     let lastChange = Date.now()
     while (finished < WORKERS && !failure) {
-      await delay(50)
+      await sleep(50)
       const now = progress()
       if (now !== last) {
         last = now

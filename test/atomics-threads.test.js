@@ -12,6 +12,7 @@ const path = require('path')
 const { spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
 const { wait, notify, waitAsync, waiterCount } = require('..')
+const { until, sleep } = require('./fixtures/threads')
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'atomics-peer.js')
 const TERMINATE_RACE = path.join(__dirname, 'fixtures', 'atomics-terminate-race.js')
@@ -24,18 +25,6 @@ const QUIET_MS = 60
 
 function nowMs () {
   return Number(process.hrtime.bigint()) / 1e6
-}
-
-function delay (ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
-async function until (condition, what, ms = PROMPT_MS) {
-  const deadline = nowMs() + ms
-  while (!condition()) {
-    if (nowMs() > deadline) assert.fail(`gave up after ${ms} ms waiting until ${what}`)
-    await delay(1)
-  }
 }
 
 // Spins on the calling thread, never yielding to its event loop.
@@ -157,7 +146,7 @@ async function blockIn (peer, cmd, probe, probeIndex) {
   const call = peer.send({ op: 'wait', ...cmd })
   await call.started()
   await until(() => waiterCount(probe, probeIndex) === before + 1,
-    `${peer.label} is enqueued`)
+    `${peer.label} is enqueued`, PROMPT_MS)
   return call
 }
 
@@ -167,7 +156,7 @@ async function waitAsyncIn (peer, cmd, probe, probeIndex) {
   const started = await call.started()
   assert.strictEqual(started.async, true)
   await until(() => waiterCount(probe, probeIndex) === before + 1,
-    `${peer.label} is enqueued`)
+    `${peer.label} is enqueued`, PROMPT_MS)
   return call
 }
 
@@ -184,7 +173,7 @@ function localWaitAsync (ta, index, value, timeout) {
 }
 
 async function assertStillWaiting (calls, locals = []) {
-  await delay(QUIET_MS)
+  await sleep(QUIET_MS)
   for (const c of calls) assert.strictEqual(c.hasEnded(), false, 'a waiter ended early')
   for (const w of locals) assert.strictEqual(w.settled, false, 'a local waiter ended early')
 }
@@ -277,7 +266,7 @@ describe('atomics across threads', function () {
         i32, 6)
       // Messages pile up in the blocked worker's queue.
       for (let k = 0; k < 50; k++) a.worker.postMessage({ op: 'notify', index: 15, count: 0, id: -1 })
-      await delay(20)
+      await sleep(20)
       assert.strictEqual(notify(i32, 6), 1)
       assert.ok(spinUntil(() => Atomics.load(i32, CONTROL) === 1),
         'the busy worker did not wake')
@@ -306,7 +295,7 @@ describe('atomics across threads', function () {
       const [a] = await startPeers(sab, 1)
       const call = a.send({ op: 'asyncThenBlock', asyncIndex: 9, index: 10, value: 0 })
       assert.strictEqual((await call.started()).async, true)
-      await until(() => waiterCount(i32, 10) === 1, 'worker A blocks')
+      await until(() => waiterCount(i32, 10) === 1, 'worker A blocks', PROMPT_MS)
       assert.strictEqual(waiterCount(i32, 9), 1)
       assert.strictEqual(notify(i32, 9), 1)
       assert.strictEqual(waiterCount(i32, 9), 0)
@@ -389,19 +378,19 @@ describe('atomics across threads', function () {
 
       const ended = () => calls.map((c) => c.hasEnded())
       assert.strictEqual(notify(i32, 1, 0), 0)
-      await delay(QUIET_MS)
+      await sleep(QUIET_MS)
       assert.deepStrictEqual(ended(), [false, false, false, false, false])
       assert.strictEqual(waiterCount(i32, 1), 5)
 
       assert.strictEqual(notify(i32, 1, 1), 1)
       assert.strictEqual((await calls[0].done()).result, 'ok')
-      await delay(QUIET_MS)
+      await sleep(QUIET_MS)
       assert.deepStrictEqual(ended(), [true, false, false, false, false])
 
       assert.strictEqual(notify(i32, 1, 2), 2)
       assert.strictEqual((await calls[1].done()).result, 'ok')
       assert.strictEqual((await calls[2].done()).result, 'ok')
-      await delay(QUIET_MS)
+      await sleep(QUIET_MS)
       assert.deepStrictEqual(ended(), [true, true, true, false, false])
 
       assert.strictEqual(notify(i32, 1, Infinity), 2)
@@ -488,7 +477,7 @@ describe('atomics across threads', function () {
           const fresh = new Int32Array(new SharedArrayBuffer(64))
           for (let i = 0; i < fresh.length; i++) strays += notify(fresh, i)
         }
-        await delay(5)
+        await sleep(5)
       }
       assert.strictEqual(strays, 0, 'a notify through a new buffer woke a waiter of a collected one')
       assert.deepStrictEqual(await Promise.all(timed), timed.map(() => 'timed-out'))
@@ -521,7 +510,7 @@ describe('atomics across threads', function () {
       const builtin = b.send({ op: 'wait', impl: 'Atomics', index: 3, value: 0 })
       await builtin.started()
       // The built-in waiter is invisible to waiterCount; give it time to block.
-      await delay(QUIET_MS)
+      await sleep(QUIET_MS)
       assert.strictEqual(notify(i32, 3), 1)
       assert.strictEqual((await mine.done()).result, 'ok')
       await assertStillWaiting([builtin])
@@ -578,7 +567,7 @@ describe('atomics across threads', function () {
           const { i32 } = views(sab)
           const [a] = await startPeers(sab, 1)
           const call = await start(a, { index: 0, value: 0, timeout }, i32, 0)
-          await delay(150)
+          await sleep(150)
           assert.strictEqual(call.hasEnded(), false)
           assert.strictEqual(waiterCount(i32, 0), 1)
           assert.strictEqual(notify(i32, 0), 1)
@@ -627,7 +616,7 @@ describe('atomics across threads', function () {
       assert.deepStrictEqual(waitAsync(ta, 0, 0, -5), { async: false, value: 'timed-out' })
       assert.strictEqual(await finite.done, 'timed-out')
       assert.ok(nowMs() - start >= 40)
-      await delay(QUIET_MS)
+      await sleep(QUIET_MS)
       assert.strictEqual(forever.settled, false)
       assert.strictEqual(notify(ta, 0), 1)
       assert.strictEqual(await forever.done, 'ok')

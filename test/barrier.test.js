@@ -9,7 +9,7 @@
 
 const assert = require('assert')
 const { Barrier, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/barrier-tasks')
 
 // Waits in progress on the barrier, from the waiter list of its state word.
@@ -20,18 +20,6 @@ function waiting (barrier) {
 
 function state (barrier) {
   return { parties: barrier.parties, arrived: barrier.arrived, phase: barrier.phase, waiting: waiting(barrier) }
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
-
-function barrierWorker (barrier) {
-  return new TestWorker({
-    data: { handle: barrier.handle },
-    init: ({ tl, state, workerData }) => { state.barrier = tl.Barrier.from(workerData.handle) }
-  })
 }
 
 describe('Barrier (one thread)', () => {
@@ -136,12 +124,7 @@ describe('Barrier (one thread)', () => {
       ['from(5)', () => Barrier.from(5), TypeError, /Barrier\.from.*handle/],
       ['from a 4-byte buffer', () => Barrier.from({ buffer: new SharedArrayBuffer(4) }), RangeError, /Barrier\.from.*8 bytes/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     it('a refused constructor does not write to the given buffer', () => {
       const sab = new SharedArrayBuffer(12)
@@ -157,14 +140,8 @@ describe('Barrier (one thread)', () => {
       ['timeout -1', (b) => b.arriveAndWaitSync({ timeout: -1 }), RangeError, /timeout/],
       ['timeout "9"', (b) => b.arriveAndWaitSync({ timeout: '9' }), TypeError, /timeout/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`arriveAndWaitSync throws: ${name}`, () => {
-        const b = new Barrier(2)
-        const err = thrown(() => fn(b))
-        assertError(err, name, type, message)
-        assert.deepStrictEqual(state(b), { parties: 2, arrived: 0, phase: 0, waiting: 0 }, 'a refused call must not arrive')
-      })
-    }
+    const fresh = { make: () => new Barrier(2), unchanged: (b) => assert.deepStrictEqual(state(b), { parties: 2, arrived: 0, phase: 0, waiting: 0 }, 'a refused call must not arrive') }
+    refusals('arriveAndWaitSync throws', syncCases, fresh)
 
     const asyncCases = [
       ['options 1', (b) => b.arriveAndWait(1), TypeError, /options/],
@@ -173,16 +150,7 @@ describe('Barrier (one thread)', () => {
       ['ref null', (b) => b.arriveAndWait({ ref: null }), TypeError, /ref/],
       ['blocking true', (b) => b.arriveAndWait({ blocking: true }), TypeError, /blocking/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`arriveAndWait rejects (never throws): ${name}`, async () => {
-        const b = new Barrier(2)
-        let p
-        assert.doesNotThrow(() => { p = fn(b) })
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.deepStrictEqual(state(b), { parties: 2, arrived: 0, phase: 0, waiting: 0 }, 'a refused call must not arrive')
-      })
-    }
+    refusals('arriveAndWait rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 
@@ -210,7 +178,7 @@ describe('Barrier across threads', function () {
 
   it('a phase ends only when the last worker arrives; a worker\'s own timeout rejects ETIMEDOUT', async () => {
     const b = new Barrier(3)
-    const [w1, w2] = await started(barrierWorker(b), barrierWorker(b))
+    const [w1, w2] = await started(openIn('barrier', b), openIn('barrier', b))
     const first = w1.run(({ state }) => state.barrier.arriveAndWaitSync())
     const mine = b.arriveAndWait()
     await until(() => waiting(b) === 2, 'the first two parties did not wait')
@@ -226,7 +194,7 @@ describe('Barrier across threads', function () {
   for (const form of ['arriveAndWaitSync', 'arriveAndWait']) {
     it(`a worker terminated while blocked in ${form}() leaves the list at once; its arrival counts and the others complete the phase`, async () => {
       const b = new Barrier(3)
-      const [w, other] = await started(barrierWorker(b), barrierWorker(b))
+      const [w, other] = await started(openIn('barrier', b), openIn('barrier', b))
       const blocked = w.run(({ state }, form) => state.barrier[form](), form)
       blocked.catch(() => {})
       await until(() => waiting(b) === 1, 'the worker did not wait')

@@ -11,24 +11,11 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, ConditionVariable, LockError } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/cv-tasks')
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
 
 // A worker with the lock as ctx.locks[0] and the variable as state.cv;
 // state.woken counts the waits it saw end.
-function cvWorker (lock, cv, data) {
-  return new TestWorker({
-    locks: [lock],
-    data: { cv: cv.handle, ...data },
-    init: ({ tl, state, workerData }) => { state.cv = tl.ConditionVariable.from(workerData.cv) }
-  })
-}
-
 describe('ConditionVariable (one thread)', () => {
   it('lives in its own buffer or a slot of a given one; from(handle) opens the same variable', async () => {
     const cv = new ConditionVariable()
@@ -164,12 +151,7 @@ describe('ConditionVariable (one thread)', () => {
       ['from("x")', () => ConditionVariable.from('x'), TypeError, /ConditionVariable\.from.*handle/],
       ['from({ buffer: [] })', () => ConditionVariable.from({ buffer: [] }), TypeError, /ConditionVariable\.from.*SharedArrayBuffer/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     // Each case runs with `lock` held by this thread and `other` free.
     const cases = [
@@ -186,35 +168,25 @@ describe('ConditionVariable (one thread)', () => {
       ['ref 0', (cv, m, lock) => cv[m](lock, { ref: 0 }), TypeError, /ref/],
       ['blocking false', (cv, m, lock) => cv[m](lock, { blocking: false }), TypeError, /blocking/]
     ]
-    const check = (err, name, type, message, cv, lock, other) => {
-      assert.strictEqual(err.constructor, type, `${name}: ${err.stack}`)
-      if (type === LockError) assertCode(err, 'ENOTOWNER')
-      assert.match(err.message, message)
-      assert.strictEqual(lock.owner, threadId, 'the lock must stay held')
-      assert.strictEqual(other.locked, false)
-      assert.strictEqual(cv.waiting, 0)
-      assert.strictEqual(new Int32Array(cv.handle.buffer)[0], 0)
+    // The rows take (cv, method, lock, other); each test gets its own.
+    const forMethod = (m, rows) => rows.map(([name, fn, type, message]) =>
+      [name, ({ cv, lock, other }) => fn(cv, m, lock, other), type, message])
+    const fresh = {
+      make: () => {
+        const subject = { cv: new ConditionVariable(), lock: new AsyncLock(), other: new AsyncLock() }
+        subject.lock.lock()
+        return subject
+      },
+      unchanged: ({ cv, lock, other }, err) => {
+        if (err instanceof LockError) assertCode(err, 'ENOTOWNER')
+        assert.strictEqual(lock.owner, threadId, 'the lock must stay held')
+        assert.strictEqual(other.locked, false)
+        assert.strictEqual(cv.waiting, 0)
+        assert.strictEqual(new Int32Array(cv.handle.buffer)[0], 0)
+      }
     }
-    for (const [name, fn, type, message] of cases) {
-      it(`waitSync throws: ${name}`, () => {
-        const cv = new ConditionVariable()
-        const lock = new AsyncLock()
-        const other = new AsyncLock()
-        lock.lock()
-        check(thrown(() => fn(cv, 'waitSync', lock, other)), name, type, message, cv, lock, other)
-      })
-    }
-    for (const [name, fn, type, message] of [...cases, ...asyncOnly]) {
-      it(`wait rejects (never throws): ${name}`, async () => {
-        const cv = new ConditionVariable()
-        const lock = new AsyncLock()
-        const other = new AsyncLock()
-        lock.lock()
-        let p
-        assert.doesNotThrow(() => { p = fn(cv, 'wait', lock, other) })
-        check(await rejection(p), name, type, message, cv, lock, other)
-      })
-    }
+    refusals('waitSync throws', forMethod('waitSync', cases), fresh)
+    refusals('wait rejects (never throws)', forMethod('wait', [...cases, ...asyncOnly]), { ...fresh, promised: true })
   })
 })
 
@@ -286,7 +258,7 @@ describe('ConditionVariable across threads', function () {
     const lock = new AsyncLock()
     const cv = new ConditionVariable()
     const woken = new Int32Array(new SharedArrayBuffer(4))
-    const workers = await started(...[0, 1, 2].map(() => cvWorker(lock, cv, { woken })))
+    const workers = await started(...[0, 1, 2].map(() => openIn('cv', cv, { locks: [lock], data: { woken } })))
     const runs = workers.map((w, i) => w.run(async ({ locks, state, workerData }, i) => {
       const lock = locks[0]
       if (i === 2) await lock.acquire()
@@ -313,7 +285,7 @@ describe('ConditionVariable across threads', function () {
   it('timeouts in a worker: waitSync and wait return timed-out holding the lock', async () => {
     const lock = new AsyncLock()
     const cv = new ConditionVariable()
-    const [w] = await started(cvWorker(lock, cv))
+    const [w] = await started(openIn('cv', cv, { locks: [lock] }))
     const r = await w.run(async ({ locks, state, threadId }) => {
       const lock = locks[0]
       lock.lock()
@@ -334,7 +306,7 @@ describe('ConditionVariable across threads', function () {
   it('an aborted wait takes the lock back from a worker before it rejects with AbortError', async () => {
     const lock = new AsyncLock()
     const cv = new ConditionVariable()
-    const [w] = await started(cvWorker(lock, cv))
+    const [w] = await started(openIn('cv', cv, { locks: [lock] }))
     lock.lock()
     const ac = new AbortController()
     let settled = false
@@ -357,7 +329,7 @@ describe('ConditionVariable across threads', function () {
     it(`a worker terminated while blocked in ${form}() leaves the list at once; the others go on`, async () => {
       const lock = new AsyncLock()
       const cv = new ConditionVariable()
-      const [w, other] = await started(cvWorker(lock, cv), cvWorker(lock, cv))
+      const [w, other] = await started(openIn('cv', cv, { locks: [lock] }), openIn('cv', cv, { locks: [lock] }))
       const blocked = w.run(async ({ locks, state }, form) => {
         locks[0].lock()
         return form === 'wait' ? state.cv.wait(locks[0]) : state.cv.waitSync(locks[0])

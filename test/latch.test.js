@@ -8,7 +8,7 @@
 
 const assert = require('assert')
 const { CountDownLatch, waiterCount } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 
 const MAX = 0x7fffffff
 
@@ -16,18 +16,6 @@ const MAX = 0x7fffffff
 function waiting (latch) {
   const { buffer, byteOffset } = latch.handle
   return waiterCount(new Int32Array(buffer, byteOffset, 1), 0)
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
-
-function latchWorker (latch) {
-  return new TestWorker({
-    data: { handle: latch.handle },
-    init: ({ tl, state, workerData }) => { state.latch = tl.CountDownLatch.from(workerData.handle) }
-  })
 }
 
 // Settles to 'pending' if `promise` has not settled within a few ms.
@@ -128,12 +116,7 @@ describe('CountDownLatch (one thread)', () => {
       ['from(null)', () => CountDownLatch.from(null), TypeError, /CountDownLatch\.from.*handle/],
       ['from({ buffer: {} })', () => CountDownLatch.from({ buffer: {} }), TypeError, /CountDownLatch\.from.*SharedArrayBuffer/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     it('a refused constructor does not write to the given buffer', () => {
       const sab = new SharedArrayBuffer(4)
@@ -155,15 +138,14 @@ describe('CountDownLatch (one thread)', () => {
       ['waitSync timeout -1', (l) => l.waitSync({ timeout: -1 }), RangeError, /timeout/],
       ['waitSync timeout "1"', (l) => l.waitSync({ timeout: '1' }), TypeError, /timeout/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`throws: ${name}`, () => {
-        const latch = new CountDownLatch(3)
-        const err = thrown(() => fn(latch))
-        assertError(err, name, type, message)
+    const fresh = {
+      make: () => new CountDownLatch(3),
+      unchanged: (latch) => {
         assert.strictEqual(latch.count, 3)
         assert.strictEqual(waiting(latch), 0)
-      })
+      }
     }
+    refusals('throws', syncCases, fresh)
 
     const asyncCases = [
       ['wait("x")', (l) => l.wait('x'), TypeError, /options/],
@@ -172,17 +154,7 @@ describe('CountDownLatch (one thread)', () => {
       ['wait ref 1', (l) => l.wait({ ref: 1 }), TypeError, /ref/],
       ['wait blocking false', (l) => l.wait({ blocking: false }), TypeError, /blocking/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`rejects (never throws): ${name}`, async () => {
-        const latch = new CountDownLatch(3)
-        let p
-        assert.doesNotThrow(() => { p = fn(latch) })
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.strictEqual(latch.count, 3)
-        assert.strictEqual(waiting(latch), 0)
-      })
-    }
+    refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 
@@ -192,7 +164,7 @@ describe('CountDownLatch across threads', function () {
   it('waiting workers (sync and async) and main are released only when a worker brings the count to 0', async () => {
     const latch = new CountDownLatch(5)
     const released = new Int32Array(new SharedArrayBuffer(4))
-    const workers = await started(latchWorker(latch), latchWorker(latch), latchWorker(latch), latchWorker(latch))
+    const workers = await started(openIn('latch', latch), openIn('latch', latch), openIn('latch', latch), openIn('latch', latch))
     const waitFor = ({ tl, require }, arg) => require('./latch-tasks').waitFor(tl, arg)
     const runs = workers.slice(0, 3).map((w, i) => w.run(waitFor, { handle: latch.handle, released, sync: i < 2 }))
     const mine = latch.wait({ timeout: 10000 })
@@ -271,7 +243,7 @@ describe('CountDownLatch across threads', function () {
 
   it('timeouts in a worker throw or reject ETIMEDOUT', async () => {
     const latch = new CountDownLatch(1)
-    const [w] = await started(latchWorker(latch))
+    const [w] = await started(openIn('latch', latch))
     assertCode(await rejection(w.run(({ state }) => state.latch.waitSync({ timeout: 30 }))), 'ETIMEDOUT')
     assertCode(await rejection(w.run(({ state }) => state.latch.wait({ timeout: 30 }))), 'ETIMEDOUT')
     assert.strictEqual(waiting(latch), 0)
@@ -282,7 +254,7 @@ describe('CountDownLatch across threads', function () {
     it(`a worker terminated while blocked in ${form}() leaves the list at once; the others are still released at 0`, async () => {
       const latch = new CountDownLatch(1)
       const released = new Int32Array(new SharedArrayBuffer(4))
-      const [w, other] = await started(latchWorker(latch), latchWorker(latch))
+      const [w, other] = await started(openIn('latch', latch), openIn('latch', latch))
       const blocked = w.run(({ state }, form) => state.latch[form](), form)
       blocked.catch(() => {})
       const theirs = other.run(({ tl, require }, arg) => require('./latch-tasks').waitFor(tl, arg),

@@ -13,9 +13,8 @@ const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { locks } = require('..')
 const { binding } = require('../lib/native')
-const {
-  HOLDER, LockWorker, startRunners, cleanup, within, until, sleep, outcome, deferred
-} = require('./fixtures/named-locks-harness')
+const { HOLDER, LockWorker, startRunners, cleanup, outcome, deferred } = require('./fixtures/named-locks-harness')
+const { within, until, sleep } = require('./fixtures/threads')
 
 let serial = 0
 function unique (label) {

@@ -86,7 +86,7 @@ describe('threadlock/postgres: bad input', function () {
       const err = await errorOf(manager.request('n', { steal: true }, () => { ran = true }))
       assert.ok(err instanceof DOMException)
       assert.strictEqual(err.name, 'NotSupportedError')
-      assert.strictEqual(err.message, 'request: steal is not supported by threadlock/postgres')
+      assert.strictEqual(err.message, 'LockManager.request: steal is not supported by threadlock/postgres')
       assert.strictEqual(ran, false)
     })
 
@@ -130,7 +130,7 @@ describe('threadlock/postgres: bad input', function () {
       const err = await errorOf(m.request('n', fn))
       assert.ok(err instanceof SessionError)
       assert.strictEqual(err.code, 'ECLOSED')
-      assert.strictEqual(err.message, 'request: the lock manager is closed')
+      assert.strictEqual(err.message, 'LockManager.request: the lock manager is closed')
     })
 
     it('an unreachable server rejects the request with SessionError ECONNECT, and the callback never runs', async () => {
@@ -139,7 +139,7 @@ describe('threadlock/postgres: bad input', function () {
       const err = await errorOf(m.request('n', () => { ran = true }))
       assert.ok(err instanceof SessionError, String(err && err.stack))
       assert.strictEqual(err.code, 'ECONNECT')
-      assert.match(err.message, /^request: could not connect to PostgreSQL: /)
+      assert.match(err.message, /^LockManager.request: could not connect to PostgreSQL: /)
       assert.ok(err.cause instanceof Error)
       assert.strictEqual(ran, false)
       await m.close()
@@ -148,12 +148,13 @@ describe('threadlock/postgres: bad input', function () {
 
   it("without the package 'pg', loading threadlock/postgres throws an error that names it", function () {
     this.timeout(20000)
-    // A copy of the subpath's files in a directory where no pg can be found.
+    // A copy of the package's JavaScript in a directory where no pg can be
+    // found (the subpath loads no addon).
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'threadlock-nopg-'))
     try {
       const root = path.join(__dirname, '..')
       fs.copyFileSync(path.join(root, 'postgres.js'), path.join(dir, 'postgres.js'))
-      fs.cpSync(path.join(root, 'lib', 'postgres'), path.join(dir, 'lib', 'postgres'), { recursive: true })
+      fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true })
       const script = "try { require('./postgres.js'); console.log('loaded') } catch (e) { console.log(e.message) }"
       const out = execFileSync(process.execPath, ['-e', script], { cwd: dir, env: { ...process.env, NODE_PATH: '' } }).toString()
       assert.strictEqual(out.trim(), "threadlock/postgres needs the package 'pg' (node-postgres), an optional peer dependency of threadlock: install it with `npm install pg`")

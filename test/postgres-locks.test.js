@@ -11,7 +11,8 @@ const assert = require('assert')
 const pg = require('pg')
 const { createLockManager, Lock } = require('../postgres')
 const { config, needServer, unique, serverLocks, leftovers } = require('./fixtures/pg-env')
-const { within, until, sleep, outcome, deferred } = require('./fixtures/locks-harness')
+const { within, until, sleep } = require('./fixtures/threads')
+const { outcome, deferred } = require('./fixtures/named-locks-harness')
 
 describe('threadlock/postgres in one process', function () {
   this.timeout(30000)

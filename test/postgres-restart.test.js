@@ -12,7 +12,8 @@ const { execFileSync } = require('child_process')
 const pg = require('pg')
 const { createLockManager, SessionError } = require('../postgres')
 const { config, needServer, unique, leftovers } = require('./fixtures/pg-env')
-const { within, deferred, outcome } = require('./fixtures/locks-harness')
+const { within } = require('./fixtures/threads')
+const { deferred, outcome } = require('./fixtures/named-locks-harness')
 
 const ALLOWED = process.env.THREADLOCK_PG_RESTART === '1'
 const CLUSTER = (process.env.THREADLOCK_PG_CLUSTER || '').split(/\s+/).filter(Boolean)
@@ -65,7 +66,7 @@ describe('threadlock/postgres: a server restart in the middle', function () {
       const w = await within(waiting, 10000, 'the waiter settled')
       assert.ok(w.error instanceof SessionError, String(w.error && w.error.stack))
       assert.strictEqual(w.error.code, 'EWAITLOST')
-      assert.match(w.error.message, /^request: the PostgreSQL session ended while requesting lock /)
+      assert.match(w.error.message, /^LockManager.request: the PostgreSQL session ended while requesting lock /)
       assert.strictEqual(waiterRan, false)
       const down = await outcome(waiterManager.request(name, () => 'ran'))
       assert.ok(down.error instanceof SessionError)

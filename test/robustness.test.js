@@ -11,18 +11,13 @@ const { spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
 const { notify, waitAsync, waiterCount, AsyncLock } = require('..')
 const { binding } = require('../lib/native')
-const { TestWorker, cleanup, track, mainGuard, guarded, within, until, sleep } = require('./fixtures/threads')
+const { TestWorker, started, cleanup, track, mainGuard, guarded, within, until, sleep } = require('./fixtures/threads')
 
 const ROOT = path.join(__dirname, '..')
 const PROMPT_MS = 1000
 
 function sharedInt32 (length = 4) {
   return track(new Int32Array(new SharedArrayBuffer(4 * length)))
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
 }
 
 // A worker that waits on ta[0] with waitAsync and posts the result.
@@ -227,7 +222,7 @@ describe('robustness', function () {
       const { Semaphore, RWLock } = require('..')
       const sem = new Semaphore(0)
       const rw = new RWLock()
-      rw.writeLock()
+      rw.acquireWriteSync()
       const worker = new Worker(`
         const { Semaphore, RWLock } = require(${JSON.stringify(ROOT)})
         const { workerData, parentPort } = require('worker_threads')
@@ -239,14 +234,14 @@ describe('robustness', function () {
       await within(new Promise((resolve) => worker.once('message', resolve)), 5000, 'the worker did not queue')
       await until(() => sem.waiting === 1 && rw.waiting === 1, 'the requests did not queue')
       sem.release(1) // granted to the worker's queued request
-      rw.writeUnlock() // the read lock likewise
+      rw.releaseWrite() // the read lock likewise
       assert.strictEqual(sem.value, 0)
       assert.strictEqual(rw.readers, 1)
       await within(worker.terminate(), PROMPT_MS, 'terminate() did not settle')
       assert.strictEqual(sem.value, 1, 'the permit granted to the dead worker was lost')
       assert.strictEqual(rw.readers, 0, 'the read lock granted to the dead worker stays held')
-      assert.strictEqual(rw.tryWriteLock(), true)
-      rw.writeUnlock()
+      assert.strictEqual(rw.tryAcquireWrite(), true)
+      rw.releaseWrite()
     })
   })
 

@@ -12,7 +12,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
 const { RWLock } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 
 const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
@@ -21,19 +21,6 @@ const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
 // and constructor name of the original.
 function state (rw) {
   return { readers: rw.readers, writer: rw.writer, waiting: rw.waiting }
-}
-
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
-
-// Opens the lock in the worker once; later calls use state.rw.
-function rwWorker (rw, data) {
-  return new TestWorker({
-    data: { handle: rw.handle, ...data },
-    init: ({ tl, state, workerData }) => { state.rw = tl.RWLock.from(workerData.handle) }
-  })
 }
 
 // Starts test/fixtures/rw-exit-holding.js; resolves once it holds the lock.
@@ -57,67 +44,67 @@ describe('RWLock (one thread)', () => {
     const sab = new SharedArrayBuffer(8)
     const a = new RWLock(sab, 4)
     const copy = RWLock.from(structuredClone(a.handle))
-    assert.strictEqual(a.tryWriteLock(), true)
+    assert.strictEqual(a.tryAcquireWrite(), true)
     assert.strictEqual(copy.writer, threadId)
     assert.strictEqual(new Int32Array(sab)[0], 0, 'the lock must use only its own slot')
-    copy.writeUnlock()
+    copy.releaseWrite()
     assert.strictEqual(a.writer, null)
     assert.strictEqual(RWLock.from({ buffer: sab }).readers, 0)
   })
 
   it('try-forms: many read locks or one write lock, never both', () => {
     const rw = new RWLock()
-    assert.strictEqual(rw.tryReadLock(), true)
-    assert.strictEqual(rw.tryReadLock(), true)
+    assert.strictEqual(rw.tryAcquireRead(), true)
+    assert.strictEqual(rw.tryAcquireRead(), true)
     assert.strictEqual(rw.readers, 2)
-    assert.strictEqual(rw.tryWriteLock(), false)
-    rw.readUnlock()
-    assert.strictEqual(rw.tryWriteLock(), false)
-    rw.readUnlock()
-    assert.strictEqual(rw.tryWriteLock(), true)
+    assert.strictEqual(rw.tryAcquireWrite(), false)
+    rw.releaseRead()
+    assert.strictEqual(rw.tryAcquireWrite(), false)
+    rw.releaseRead()
+    assert.strictEqual(rw.tryAcquireWrite(), true)
     assert.deepStrictEqual(state(rw), { readers: 0, writer: threadId, waiting: 0 })
-    assert.strictEqual(rw.tryWriteLock(), false, 'not even the writer may take it twice')
-    assert.strictEqual(rw.tryReadLock(), false)
-    rw.writeUnlock()
+    assert.strictEqual(rw.tryAcquireWrite(), false, 'not even the writer may take it twice')
+    assert.strictEqual(rw.tryAcquireRead(), false)
+    rw.releaseWrite()
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
   it('blocking forms: EDEADLK instead of waiting for itself; timeouts throw ETIMEDOUT and leave nothing queued', () => {
     const rw = new RWLock()
-    rw.writeLock()
-    assertCode(thrown(() => rw.writeLock()), 'EDEADLK')
-    assertCode(thrown(() => rw.readLock({ timeout: 1000 })), 'EDEADLK')
+    rw.acquireWriteSync()
+    assertCode(thrown(() => rw.acquireWriteSync()), 'EDEADLK')
+    assertCode(thrown(() => rw.acquireReadSync({ timeout: 1000 })), 'EDEADLK')
     assert.deepStrictEqual(state(rw), { readers: 0, writer: threadId, waiting: 0 })
-    rw.writeUnlock()
-    rw.readLock()
-    rw.readLock({ timeout: 0 })
+    rw.releaseWrite()
+    rw.acquireReadSync()
+    rw.acquireReadSync({ timeout: 0 })
     const t0 = Date.now()
     // A reader cannot upgrade: readers are not named, so only the timeout ends this.
-    const err = thrown(() => rw.writeLock({ timeout: 40 }))
+    const err = thrown(() => rw.acquireWriteSync({ timeout: 40 }))
     const elapsed = Date.now() - t0
     assertCode(err, 'ETIMEDOUT')
-    assert.match(err.message, /writeLock/)
-    assert.ok(elapsed >= 35 && elapsed < 5000, `writeLock({ timeout: 40 }) gave up after ${elapsed} ms`)
+    assert.match(err.message, /acquireWriteSync/)
+    assert.ok(elapsed >= 35 && elapsed < 5000, `acquireWriteSync({ timeout: 40 }) gave up after ${elapsed} ms`)
     assert.deepStrictEqual(state(rw), { readers: 2, writer: null, waiting: 0 })
-    rw.readUnlock()
-    rw.readUnlock()
-    rw.writeLock({ timeout: 0 })
-    rw.writeUnlock()
+    rw.releaseRead()
+    rw.releaseRead()
+    rw.acquireWriteSync({ timeout: 0 })
+    rw.releaseWrite()
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
   it('unlocking what is not held throws ENOTOWNER and changes nothing', () => {
     const rw = new RWLock()
-    assertCode(thrown(() => rw.readUnlock()), 'ENOTOWNER')
-    assertCode(thrown(() => rw.writeUnlock()), 'ENOTOWNER')
-    rw.readLock()
-    assertCode(thrown(() => rw.writeUnlock()), 'ENOTOWNER')
+    assertCode(thrown(() => rw.releaseRead()), 'ENOTOWNER')
+    assertCode(thrown(() => rw.releaseWrite()), 'ENOTOWNER')
+    rw.acquireReadSync()
+    assertCode(thrown(() => rw.releaseWrite()), 'ENOTOWNER')
     assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
-    rw.readUnlock()
-    rw.writeLock()
-    assertCode(thrown(() => rw.readUnlock()), 'ENOTOWNER')
+    rw.releaseRead()
+    rw.acquireWriteSync()
+    assertCode(thrown(() => rw.releaseRead()), 'ENOTOWNER')
     assert.deepStrictEqual(state(rw), { readers: 0, writer: threadId, waiting: 0 })
-    rw.writeUnlock()
+    rw.releaseWrite()
   })
 
   it('the promise forms resolve with release functions that unlock once', async () => {
@@ -159,7 +146,7 @@ describe('RWLock (one thread)', () => {
     await sleep(20)
     assert.deepStrictEqual(order, ['r1', 'r2'])
     assert.strictEqual(rw.readers, 2)
-    assert.strictEqual(rw.tryReadLock(), false, 'a new reader must not pass a queued writer')
+    assert.strictEqual(rw.tryAcquireRead(), false, 'a new reader must not pass a queued writer')
     rel1()
     await sleep(10)
     assert.deepStrictEqual(order, ['r1', 'r2'], 'the writer entered while a reader still held the lock')
@@ -225,30 +212,25 @@ describe('RWLock (one thread)', () => {
       ['from({ buffer: 1 })', () => RWLock.from({ buffer: 1 }), TypeError, /RWLock\.from.*SharedArrayBuffer/],
       ['from byteOffset -4', () => RWLock.from({ buffer: new SharedArrayBuffer(8), byteOffset: -4 }), RangeError, /RWLock\.from.*byteOffset/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     // Each case runs with one read lock held by this thread.
     const syncCases = [
-      ['readLock(null)', (rw) => rw.readLock(null), TypeError, /options/],
-      ['readLock timeout -1', (rw) => rw.readLock({ timeout: -1 }), RangeError, /timeout/],
-      ['writeLock timeout "5"', (rw) => rw.writeLock({ timeout: '5' }), TypeError, /timeout/],
-      ['writeLock timeout NaN', (rw) => rw.writeLock({ timeout: NaN }), RangeError, /timeout/],
-      ['writeLock(3)', (rw) => rw.writeLock(3), TypeError, /options/]
+      ['acquireReadSync(null)', (rw) => rw.acquireReadSync(null), TypeError, /options/],
+      ['acquireReadSync timeout -1', (rw) => rw.acquireReadSync({ timeout: -1 }), RangeError, /timeout/],
+      ['acquireWriteSync timeout "5"', (rw) => rw.acquireWriteSync({ timeout: '5' }), TypeError, /timeout/],
+      ['acquireWriteSync timeout NaN', (rw) => rw.acquireWriteSync({ timeout: NaN }), RangeError, /timeout/],
+      ['acquireWriteSync(3)', (rw) => rw.acquireWriteSync(3), TypeError, /options/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`throws: ${name}`, () => {
+    const fresh = {
+      make: () => {
         const rw = new RWLock()
-        rw.readLock()
-        const err = thrown(() => fn(rw))
-        assertError(err, name, type, message)
-        assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
-      })
+        rw.acquireReadSync()
+        return rw
+      },
+      unchanged: (rw) => assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
     }
+    refusals('throws', syncCases, fresh)
 
     const asyncCases = [
       ['acquireRead(null)', (rw) => rw.acquireRead(null), TypeError, /options/],
@@ -260,17 +242,7 @@ describe('RWLock (one thread)', () => {
       ['runRead(42)', (rw) => rw.runRead(42), TypeError, /callback/],
       ['runWrite(fn, timeout -1)', (rw) => rw.runWrite(() => {}, { timeout: -1 }), RangeError, /timeout/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`rejects (never throws): ${name}`, async () => {
-        const rw = new RWLock()
-        rw.readLock()
-        let p
-        assert.doesNotThrow(() => { p = fn(rw) })
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 0 })
-      })
-    }
+    refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 
@@ -280,27 +252,27 @@ describe('RWLock across threads', function () {
   it('readers of four threads hold the lock together; a writer cannot enter meanwhile', async () => {
     const rw = new RWLock()
     const done = new Int32Array(new SharedArrayBuffer(4))
-    const workers = await started(...[1, 2, 3].map(() => rwWorker(rw, { done })))
+    const workers = await started(...[1, 2, 3].map(() => openIn('rw', rw, { data: { done } })))
     const release = await rw.acquireRead()
     // Each worker takes a read lock, checks (bounded) that all 4 readers
     // are in, and keeps its lock until the main thread sets done[0].
     const runs = workers.map((w, i) => w.run(async ({ state, workerData }, i) => {
       let release
-      if (i === 0) state.rw.readLock({ timeout: 5000 })
+      if (i === 0) state.rw.acquireReadSync({ timeout: 5000 })
       else release = await state.rw.acquireRead({ timeout: 5000 })
       const deadline = Date.now() + 5000
       const tick = () => new Promise((resolve) => setTimeout(resolve, 1))
       while (state.rw.readers < 4 && Date.now() < deadline) await tick()
       const seen = state.rw.readers
-      const tryWrite = state.rw.tryWriteLock()
+      const tryWrite = state.rw.tryAcquireWrite()
       while (Atomics.load(workerData.done, 0) === 0 && Date.now() < deadline) await tick()
       if (release) release()
-      else state.rw.readUnlock()
+      else state.rw.releaseRead()
       return [seen, tryWrite]
     }, i))
     try {
       await until(() => rw.readers === 4, 'the four readers were never in at once')
-      assert.strictEqual(rw.tryWriteLock(), false)
+      assert.strictEqual(rw.tryAcquireWrite(), false)
       assertCode(await rejection(rw.acquireWrite({ timeout: 20 })), 'ETIMEDOUT')
     } finally {
       Atomics.store(done, 0, 1)
@@ -363,8 +335,8 @@ describe('RWLock across threads', function () {
         const rw = tl.RWLock.from(workerData.handle)
         let round = 0
         for (; round < 15; round++) {
-          rw.writeLock({ timeout: 5000 })
-          rw.writeUnlock()
+          rw.acquireWriteSync({ timeout: 5000 })
+          rw.releaseWrite()
         }
         return round
       }, undefined, 15000)
@@ -380,8 +352,8 @@ describe('RWLock across threads', function () {
   it('FIFO across threads: sync and async readers and writers are granted in the order they asked', async () => {
     const rw = new RWLock()
     const order = new Int32Array(new SharedArrayBuffer(4 * 8))
-    const workers = await started(...[1, 2, 3, 4].map(() => rwWorker(rw, { order })))
-    rw.writeLock()
+    const workers = await started(...[1, 2, 3, 4].map(() => openIn('rw', rw, { data: { order } })))
+    rw.acquireWriteSync()
     const runs = []
     const enqueue = async (start) => {
       runs.push(start())
@@ -391,23 +363,23 @@ describe('RWLock across threads', function () {
     // Each grantee records its tag and releases at once.
     const inWorker = (w, tag, kind) => enqueue(() => w.run(async ({ state, workerData }, [tag, kind]) => {
       const o = workerData.order
-      if (kind === 'readLock') state.rw.readLock()
-      else if (kind === 'writeLock') state.rw.writeLock()
+      if (kind === 'acquireReadSync') state.rw.acquireReadSync()
+      else if (kind === 'acquireWriteSync') state.rw.acquireWriteSync()
       const release = kind === 'acquireRead' ? await state.rw.acquireRead()
         : kind === 'acquireWrite' ? await state.rw.acquireWrite() : null
       o[Atomics.add(o, 0, 1) + 1] = tag
       if (release) release()
-      else if (kind === 'readLock') state.rw.readUnlock()
-      else state.rw.writeUnlock()
+      else if (kind === 'acquireReadSync') state.rw.releaseRead()
+      else state.rw.releaseWrite()
     }, [tag, kind]))
-    await inWorker(workers[0], 1, 'readLock')
+    await inWorker(workers[0], 1, 'acquireReadSync')
     await inWorker(workers[1], 2, 'acquireWrite')
     await enqueue(() => rw.acquireRead().then((release) => { order[Atomics.add(order, 0, 1) + 1] = 3; release() }))
-    await inWorker(workers[2], 4, 'writeLock')
+    await inWorker(workers[2], 4, 'acquireWriteSync')
     await inWorker(workers[3], 5, 'acquireRead')
     await sleep(20)
     assert.strictEqual(Atomics.load(order, 0), 0, 'a request was granted while the writer held the lock')
-    rw.writeUnlock()
+    rw.releaseWrite()
     await within(Promise.all(runs), 10000, 'not every request was granted')
     assert.deepStrictEqual([...order.subarray(1, 6)], [1, 2, 3, 4, 5])
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
@@ -415,11 +387,11 @@ describe('RWLock across threads', function () {
 
   it('a writer terminated while holding the lock: the next waiter gets it with ownerDied, the one after normally', async () => {
     const rw = new RWLock()
-    const [holder, reader] = await started(rwWorker(rw), rwWorker(rw))
-    await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
+    const [holder, reader] = await started(openIn('rw', rw), openIn('rw', rw))
+    await holder.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
     assert.strictEqual(rw.writer, holder.threadId)
     const mine = rw.acquireWrite()
-    const theirs = reader.run(({ state }) => { state.rw.readLock(); return state.rw.readers })
+    const theirs = reader.run(({ state }) => { state.rw.acquireReadSync(); return state.rw.readers })
     await until(() => rw.waiting === 2, 'the waiters did not queue')
     await holder.terminate()
     const release = await within(mine, 5000, 'the lock of the dead writer was not handed on')
@@ -428,7 +400,7 @@ describe('RWLock across threads', function () {
     assert.strictEqual(rw.waiting, 1)
     release()
     assert.strictEqual(await within(theirs, 5000, 'the reader was not granted'), 1)
-    await reader.run(({ state }) => state.rw.readUnlock(), undefined, 5000)
+    await reader.run(({ state }) => state.rw.releaseRead(), undefined, 5000)
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
@@ -440,24 +412,24 @@ describe('RWLock across threads', function () {
       'acquireRead timeout 0': () => rw.acquireRead({ timeout: 0 }),
       'acquireWrite blocking false': () => rw.acquireWrite({ blocking: false })
     }
-    for (const next of ['tryWriteLock', 'tryReadLock', 'writeLock', 'readLock', ...Object.keys(promiseForms)]) {
-      const [holder] = await started(rwWorker(rw))
-      await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
+    for (const next of ['tryAcquireWrite', 'tryAcquireRead', 'acquireWriteSync', 'acquireReadSync', ...Object.keys(promiseForms)]) {
+      const [holder] = await started(openIn('rw', rw))
+      await holder.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
       await holder.terminate()
       assert.strictEqual(rw.writer, holder.threadId, 'the word still names the dead writer')
       let ownerDied = null
-      if (next === 'tryWriteLock') assert.strictEqual(rw.tryWriteLock(), true)
-      else if (next === 'tryReadLock') assert.strictEqual(rw.tryReadLock(), true)
-      else if (next === 'writeLock') rw.writeLock({ timeout: 5000 })
-      else if (next === 'readLock') rw.readLock({ timeout: 5000 })
+      if (next === 'tryAcquireWrite') assert.strictEqual(rw.tryAcquireWrite(), true)
+      else if (next === 'tryAcquireRead') assert.strictEqual(rw.tryAcquireRead(), true)
+      else if (next === 'acquireWriteSync') rw.acquireWriteSync({ timeout: 5000 })
+      else if (next === 'acquireReadSync') rw.acquireReadSync({ timeout: 5000 })
       else {
         const release = await within(promiseForms[next](), 5000, `${next} did not recover the lock`)
         ownerDied = release.ownerDied
         release()
       }
       if (ownerDied !== null) assert.strictEqual(ownerDied, true, `${next}: ownerDied`)
-      else if (/write/i.test(next)) rw.writeUnlock()
-      else rw.readUnlock()
+      else if (/write/i.test(next)) rw.releaseWrite()
+      else rw.releaseRead()
       assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 }, next)
     }
   })
@@ -487,81 +459,81 @@ describe('RWLock across threads', function () {
     })
   }
 
-  it('the blocking forms report a takeover from a dead writer: writeLock() and readLock() return true, then false', async () => {
+  it('the blocking forms report a takeover from a dead writer: acquireWriteSync() and acquireReadSync() return true, then false', async () => {
     const rw = new RWLock()
-    for (const take of ['writeLock', 'readLock']) {
+    for (const take of ['acquireWriteSync', 'acquireReadSync']) {
       const w = exitHolding(rw, { mode: 'sync' })
       await w.locked
       assert.strictEqual(await within(w.exited, 10000, 'the worker did not exit'), 0)
       assert.strictEqual(rw[take]({ timeout: 5000 }), true, `${take}() after the writer died`)
-      if (take === 'writeLock') rw.writeUnlock()
-      else rw.readUnlock()
+      if (take === 'acquireWriteSync') rw.releaseWrite()
+      else rw.releaseRead()
       assert.strictEqual(rw[take](), false, `${take}() on a free lock`)
-      if (take === 'writeLock') rw.writeUnlock()
-      else rw.readUnlock()
+      if (take === 'acquireWriteSync') rw.releaseWrite()
+      else rw.releaseRead()
     }
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
   it('readers are not named: a reader that dies holding a read lock leaves it held', async () => {
     const rw = new RWLock()
-    const [w] = await started(rwWorker(rw))
-    await w.run(({ state }) => state.rw.readLock(), undefined, 5000)
+    const [w] = await started(openIn('rw', rw))
+    await w.run(({ state }) => state.rw.acquireReadSync(), undefined, 5000)
     await w.terminate()
     assert.strictEqual(rw.readers, 1)
-    assert.strictEqual(rw.tryWriteLock(), false)
-    rw.readUnlock() // any thread may give it back
-    assert.strictEqual(rw.tryWriteLock(), true)
-    rw.writeUnlock()
+    assert.strictEqual(rw.tryAcquireWrite(), false)
+    rw.releaseRead() // any thread may give it back
+    assert.strictEqual(rw.tryAcquireWrite(), true)
+    rw.releaseWrite()
   })
 
   it('timeouts while a worker holds the write lock, in main and in another worker', async () => {
     const rw = new RWLock()
-    const [holder, other] = await started(rwWorker(rw), rwWorker(rw))
-    await holder.run(({ state }) => state.rw.writeLock(), undefined, 5000)
+    const [holder, other] = await started(openIn('rw', rw), openIn('rw', rw))
+    await holder.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
     const t0 = Date.now()
-    assertCode(thrown(() => rw.readLock({ timeout: 40 })), 'ETIMEDOUT')
+    assertCode(thrown(() => rw.acquireReadSync({ timeout: 40 })), 'ETIMEDOUT')
     assert.ok(Date.now() - t0 >= 35)
-    assertCode(thrown(() => rw.writeLock({ timeout: 20 })), 'ETIMEDOUT')
+    assertCode(thrown(() => rw.acquireWriteSync({ timeout: 20 })), 'ETIMEDOUT')
     assertCode(await rejection(rw.acquireWrite({ timeout: 20 })), 'ETIMEDOUT')
-    assertCode(await rejection(other.run(({ state }) => state.rw.readLock({ timeout: 20 }))), 'ETIMEDOUT')
+    assertCode(await rejection(other.run(({ state }) => state.rw.acquireReadSync({ timeout: 20 }))), 'ETIMEDOUT')
     assertCode(await rejection(other.run(({ state }) => state.rw.acquireRead({ timeout: 20 }))), 'ETIMEDOUT')
-    assertCode(await rejection(other.run(({ state }) => state.rw.writeUnlock())), 'ENOTOWNER')
+    assertCode(await rejection(other.run(({ state }) => state.rw.releaseWrite())), 'ENOTOWNER')
     assert.deepStrictEqual(state(rw), { readers: 0, writer: holder.threadId, waiting: 0 })
-    await holder.run(({ state }) => state.rw.writeUnlock(), undefined, 5000)
+    await holder.run(({ state }) => state.rw.releaseWrite(), undefined, 5000)
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
   it('an aborted request leaves the queue; the worker behind it is granted', async () => {
     const rw = new RWLock()
-    const [holder, next] = await started(rwWorker(rw), rwWorker(rw))
-    await holder.run(({ state }) => state.rw.readLock(), undefined, 5000)
+    const [holder, next] = await started(openIn('rw', rw), openIn('rw', rw))
+    await holder.run(({ state }) => state.rw.acquireReadSync(), undefined, 5000)
     const ac = new AbortController()
     const mine = rw.acquireWrite({ signal: ac.signal })
-    const theirs = next.run(({ state }) => { state.rw.readLock(); return state.rw.readers })
+    const theirs = next.run(({ state }) => { state.rw.acquireReadSync(); return state.rw.readers })
     await until(() => rw.waiting === 2, 'the worker did not queue')
     const reason = new Error('stop')
     ac.abort(reason)
     assertAbort(await rejection(mine), reason)
     assert.strictEqual(await within(theirs, 5000, 'the reader behind the aborted writer was not granted'), 2)
     assert.strictEqual(rw.waiting, 0)
-    await holder.run(({ state }) => state.rw.readUnlock(), undefined, 5000)
-    await next.run(({ state }) => state.rw.readUnlock(), undefined, 5000)
+    await holder.run(({ state }) => state.rw.releaseRead(), undefined, 5000)
+    await next.run(({ state }) => state.rw.releaseRead(), undefined, 5000)
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
   const blockedCases = [
-    ['readLock()', 'write', ({ state }) => state.rw.readLock()],
+    ['acquireReadSync()', 'write', ({ state }) => state.rw.acquireReadSync()],
     ['acquireRead()', 'write', ({ state }) => state.rw.acquireRead().then(() => 'granted')],
-    ['writeLock()', 'read', ({ state }) => state.rw.writeLock()],
+    ['acquireWriteSync()', 'read', ({ state }) => state.rw.acquireWriteSync()],
     ['acquireWrite()', 'read', ({ state }) => state.rw.acquireWrite().then(() => 'granted')]
   ]
   for (const [name, held, fn] of blockedCases) {
     it(`a worker terminated while blocked in ${name} leaves the queue at once; the threads behind it go on`, async () => {
       const rw = new RWLock()
-      const [w, other] = await started(rwWorker(rw), rwWorker(rw))
-      if (held === 'write') rw.writeLock()
-      else rw.readLock()
+      const [w, other] = await started(openIn('rw', rw), openIn('rw', rw))
+      if (held === 'write') rw.acquireWriteSync()
+      else rw.acquireReadSync()
       const blocked = w.run(fn)
       blocked.catch(() => {})
       await until(() => rw.waiting === 1, 'the worker did not queue')
@@ -578,9 +550,9 @@ describe('RWLock across threads', function () {
         const release = await within(mine, 5000, 'the reader behind the terminated writer was not let in')
         assert.strictEqual(rw.readers, 2)
         release()
-        rw.readUnlock()
+        rw.releaseRead()
       } else {
-        rw.writeUnlock()
+        rw.releaseWrite()
       }
       assert.strictEqual(await within(theirs, 5000, 'the other worker did not get the write lock'), 'done')
       assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })

@@ -9,26 +9,13 @@
 
 const assert = require('assert')
 const { Semaphore } = require('..')
-const { TestWorker, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, assertError } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
 const MAX = 0x3fffffff
 
 // Errors thrown in a worker arrive as plain Errors carrying the name, code
 // and constructor name of the original.
-async function started (...workers) {
-  await Promise.all(workers.map((w) => w.ready()))
-  return workers
-}
-
-// Opens the semaphore in the worker once; later calls use state.sem.
-function semWorker (sem) {
-  return new TestWorker({
-    data: { handle: sem.handle },
-    init: ({ tl, state, workerData }) => { state.sem = tl.Semaphore.from(workerData.handle) }
-  })
-}
-
 describe('Semaphore (one thread)', () => {
   it('starts with the given permits in its own buffer or in a slot of a given one', () => {
     const sem = new Semaphore()
@@ -224,12 +211,7 @@ describe('Semaphore (one thread)', () => {
       ['from({})', () => Semaphore.from({}), TypeError, /Semaphore\.from.*SharedArrayBuffer/],
       ['from byteOffset 1', () => Semaphore.from({ buffer: sab(), byteOffset: 1 }), RangeError, /Semaphore\.from.*byteOffset/]
     ]
-    for (const [name, fn, type, message] of ctorCases) {
-      it(`constructor / from: ${name}`, () => {
-        const err = thrown(fn)
-        assertError(err, name, type, message)
-      })
-    }
+    refusals('constructor / from', ctorCases)
 
     it('a refused constructor does not write to the given buffer', () => {
       const buffer = new SharedArrayBuffer(8)
@@ -261,15 +243,14 @@ describe('Semaphore (one thread)', () => {
       ['release("1")', (s) => s.release('1'), TypeError, /permits/],
       ['release past 2^30 - 1', (s) => s.release(MAX - 1), RangeError, /exceed/]
     ]
-    for (const [name, fn, type, message] of syncCases) {
-      it(`throws: ${name}`, () => {
-        const sem = new Semaphore(2)
-        const err = thrown(() => fn(sem))
-        assertError(err, name, type, message)
+    const fresh = {
+      make: () => new Semaphore(2),
+      unchanged: (sem) => {
         assert.strictEqual(sem.value, 2)
         assert.strictEqual(sem.waiting, 0)
-      })
+      }
     }
+    refusals('throws', syncCases, fresh)
 
     it('release past the maximum while requests are queued throws RangeError and changes nothing', async () => {
       const sem = new Semaphore(MAX - 1)
@@ -302,18 +283,7 @@ describe('Semaphore (one thread)', () => {
       ['runExclusive options null', (s) => s.runExclusive(() => {}, null), TypeError, /options/],
       ['runExclusive options 5', (s) => s.runExclusive(() => {}, 5), TypeError, /options/]
     ]
-    for (const [name, fn, type, message] of asyncCases) {
-      it(`rejects (never throws): ${name}`, async () => {
-        const sem = new Semaphore(2)
-        let p
-        assert.doesNotThrow(() => { p = fn(sem) })
-        assert.ok(p instanceof Promise)
-        const err = await rejection(p)
-        assertError(err, name, type, message)
-        assert.strictEqual(sem.value, 2)
-        assert.strictEqual(sem.waiting, 0)
-      })
-    }
+    refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
   })
 })
 
@@ -322,7 +292,7 @@ describe('Semaphore across threads', function () {
 
   it('a handle posted to a worker opens the same permits there', async () => {
     const sem = new Semaphore(4, new SharedArrayBuffer(16), 12)
-    const [w] = await started(semWorker(sem))
+    const [w] = await started(openIn('sem', sem))
     assert.deepStrictEqual(await w.run(({ state }) => {
       const before = state.sem.value
       state.sem.acquireSync(3)
@@ -447,7 +417,7 @@ describe('Semaphore across threads', function () {
 
   it('timeouts while a worker holds the permits, in main and in another worker', async () => {
     const sem = new Semaphore(2)
-    const [holder, other] = await started(semWorker(sem), semWorker(sem))
+    const [holder, other] = await started(openIn('sem', sem), openIn('sem', sem))
     await holder.run(({ state }) => state.sem.acquireSync(2), undefined, 5000)
     const t0 = Date.now()
     assertCode(thrown(() => sem.acquireSync(1, { timeout: 40 })), 'ETIMEDOUT')
@@ -463,7 +433,7 @@ describe('Semaphore across threads', function () {
 
   it('an aborted request leaves the queue and the worker behind it is granted', async () => {
     const sem = new Semaphore(1)
-    const [w] = await started(semWorker(sem))
+    const [w] = await started(openIn('sem', sem))
     const ac = new AbortController()
     const mine = sem.acquire(2, { signal: ac.signal })
     const theirs = w.run(({ state }) => { state.sem.acquireSync(1); return state.sem.value })
@@ -480,7 +450,7 @@ describe('Semaphore across threads', function () {
   for (const form of ['acquireSync', 'acquire']) {
     it(`a worker terminated while blocked in ${form}() leaves the queue at once; the request behind it is granted`, async () => {
       const sem = new Semaphore(1)
-      const [w, next] = await started(semWorker(sem), semWorker(sem))
+      const [w, next] = await started(openIn('sem', sem), openIn('sem', sem))
       const blocked = form === 'acquireSync'
         ? w.run(({ state }) => state.sem.acquireSync(3))
         : w.run(({ state }) => state.sem.acquire(3).then(() => 'granted'))
@@ -533,7 +503,7 @@ describe('Semaphore across threads', function () {
 
   it('permits have no owner: a worker that dies holding permits does not return them', async () => {
     const sem = new Semaphore(3)
-    const [w] = await started(semWorker(sem))
+    const [w] = await started(openIn('sem', sem))
     await w.run(({ state }) => state.sem.acquireSync(2), undefined, 5000)
     await w.terminate()
     assert.strictEqual(sem.value, 1)

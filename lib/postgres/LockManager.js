@@ -52,7 +52,7 @@ class LockManager {
    */
   async request (name, options, callback) {
     const r = parseRequest(name, options, callback)
-    if (this.#closed) throw new SessionError(codes.ECLOSED, 'request: the lock manager is closed')
+    if (this.#closed) throw new SessionError(codes.ECLOSED, 'LockManager.request: the lock manager is closed')
     if (r.signal !== undefined && r.signal.aborted) throw r.signal.reason
     const queue = this.#queues.get(r.name) || []
     if (r.ifAvailable && !grantableHere(queue, r.mode)) {
@@ -217,7 +217,7 @@ class LockManager {
     if (err && err.code === '42P01') this.names.reset()
     if (e.session !== null && (e.session.lost.aborted || endsSession(err))) {
       return new SessionError(codes.EWAITLOST,
-        `request: the PostgreSQL session ended while requesting lock ${JSON.stringify(e.name)}: ${err.message}`, { cause: err })
+        `LockManager.request: the PostgreSQL session ended while requesting lock ${JSON.stringify(e.name)}: ${err.message}`, { cause: err })
     }
     return err
   }

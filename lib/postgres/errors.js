@@ -27,10 +27,6 @@ class SessionError extends Error {
 
 SessionError.codes = codes
 
-function notSupported (message) {
-  return new DOMException(message, 'NotSupportedError')
-}
-
 // Whether `err` says the session is gone: the server ended it (57P01-57P03,
 // shutdown or restart), the connection failed (class 08), or the socket
 // closed under node-postgres.
@@ -42,4 +38,4 @@ function endsSession (err) {
     /Connection terminated/.test(String(err.message))
 }
 
-module.exports = { SessionError, codes, notSupported, endsSession }
+module.exports = { SessionError, codes, endsSession }

@@ -1,67 +1,21 @@
 'use strict'
 
 // Argument checks of createLockManager() and of LockManager.request(). The
-// request checks are those of threadlock.locks (lib/locks.js), in the same
-// order and with the same messages, so that code moving from threads to
-// machines sees the same errors; test/postgres-input.test.js compares the
-// two side by side. This file loads neither the addon nor pg.
+// request checks are those of threadlock.locks (lib/requestOptions.js), so
+// that code moving from threads to machines sees the same errors;
+// test/postgres-input.test.js compares the two side by side. This file
+// loads neither the addon nor pg.
 
-const { notSupported } = require('./errors')
-
-function describe (value) {
-  if (value === null) return 'null'
-  if (typeof value === 'function') return 'a function'
-  if (typeof value === 'object') {
-    const name = value.constructor && value.constructor.name
-    return name ? `an instance of ${name}` : 'an object'
-  }
-  if (typeof value === 'symbol') return 'a symbol'
-  return `type ${typeof value}`
-}
+const { parseRequest: parseLocksRequest, notSupported } = require('../requestOptions')
+const { describe } = require('../validate')
 
 /** Checks request(name, [options], callback) as threadlock.locks does. */
 function parseRequest (name, options, callback) {
-  if (typeof name === 'symbol') {
-    throw new TypeError('request: name must be a string, received a symbol')
-  }
-  const n = `${name}`
-  if (callback === undefined) {
-    callback = options
-    options = undefined
-  }
-  if (typeof callback !== 'function') {
-    throw new TypeError(`request: callback must be a function, received ${describe(callback)}`)
-  }
-  // A WebIDL dictionary: undefined and null mean every default; any other
-  // object (functions included) is read member by member.
-  if (options !== undefined && options !== null && typeof options !== 'object' && typeof options !== 'function') {
-    throw new TypeError(`request: options must be an object, received ${describe(options)}`)
-  }
-  const o = options == null ? {} : options
-  const mode = o.mode === undefined ? 'exclusive' : `${o.mode}`
-  if (mode !== 'exclusive' && mode !== 'shared') {
-    throw new TypeError(`request: options.mode must be 'exclusive' or 'shared', received ${describe(o.mode)}`)
-  }
-  const ifAvailable = Boolean(o.ifAvailable)
-  const steal = Boolean(o.steal)
-  const signal = o.signal
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new TypeError(`request: options.signal must be an AbortSignal, received ${describe(signal)}`)
-  }
-  const ref = o.ref === undefined ? true : o.ref
-  if (typeof ref !== 'boolean') {
-    throw new TypeError(`request: options.ref must be a boolean, received ${describe(ref)}`)
-  }
-  if (n.startsWith('-')) throw notSupported("request: lock names starting with '-' are reserved")
-  if (steal && ifAvailable) throw notSupported('request: steal and ifAvailable cannot be combined')
-  if (steal && mode !== 'exclusive') throw notSupported("request: steal requires mode 'exclusive'")
-  if (signal !== undefined && (steal || ifAvailable)) {
-    throw notSupported('request: signal cannot be combined with steal or ifAvailable')
-  }
+  const r = parseLocksRequest(name, options, callback)
   // A lock held by another machine cannot be taken away safely: its holder
   // would go on writing until it heard of the steal. See the README.
-  if (steal) throw notSupported('request: steal is not supported by threadlock/postgres')
-  return { name: n, mode, ifAvailable, signal, ref, callback }
+  if (r.steal) throw notSupported('LockManager.request: steal is not supported by threadlock/postgres')
+  return r
 }
 
 // The defaults of createLockManager(); README "Across processes and

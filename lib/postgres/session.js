@@ -39,7 +39,7 @@ class Session {
     try {
       client = await manager.pool.connect()
     } catch (err) {
-      throw new SessionError(codes.ECONNECT, `request: could not connect to PostgreSQL: ${err.message}`, { cause: err })
+      throw new SessionError(codes.ECONNECT, `LockManager.request: could not connect to PostgreSQL: ${err.message}`, { cause: err })
     }
     const session = new Session(manager, client)
     try {
@@ -52,7 +52,7 @@ class Session {
     } catch (err) {
       session.destroy()
       if (session.lost.aborted) throw session.lost.reason
-      throw new SessionError(codes.ECONNECT, `request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
+      throw new SessionError(codes.ECONNECT, `LockManager.request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
     }
     return session
   }
