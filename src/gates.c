@@ -337,6 +337,23 @@ tl__valid_gate(int gate, uint32_t id, uint32_t amount)
          id != 0 && id < TL_LOCK_PASSING;
 }
 
+/* One attempt of a sync gate waiter: takes the gate or (re)enqueues `sw`,
+ * which leaves again at once if its deadline has passed. Takes b->lock. */
+static int
+tl__gate_enter(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline)
+{
+  int r;
+
+  tl_mutex_lock(&b->lock);
+  r = tl__gate_try_enqueue(b, &sw->base, 0);
+  if (r == TL_RESULT_PENDING && deadline <= tl_now_ns()) {
+    tl__remove(b, &sw->base);
+    r = TL_RESULT_TIMED_OUT;
+  }
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
 int
 tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
                 double timeout_ms, const tl_probe_t *probe)
@@ -349,38 +366,18 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
   if (!tl__valid_gate(gate, id, amount))
     return TL_EINVAL;
   tl__init_sync(&sw, (uintptr_t)word, gate, id, amount);
-  tl_mutex_lock(&b->lock);
-  r = tl__gate_try_enqueue(b, &sw.base, 0);
-  if (r != TL_RESULT_PENDING) {
-    tl_mutex_unlock(&b->lock);
-    return r;
-  }
-  if (deadline <= tl_now_ns()) {
-    tl__remove(b, &sw.base);
-    tl_mutex_unlock(&b->lock);
-    return TL_RESULT_TIMED_OUT;
-  }
-  tl_mutex_unlock(&b->lock);
-  for (;;) {
+  r = tl__gate_enter(b, &sw, deadline);
+  while (r == TL_RESULT_PENDING) {
     r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
     if (r != TL_RESULT_ACQUIRED || sw.base.granted)
       break;
-    /* Barging mode: woken, not granted. Compete for the free word; on
-     * losing, wait again first in line, keeping the original deadline. */
-    tl_mutex_lock(&b->lock);
+    /* Barging mode: woken, not granted. Compete for the free word (or
+     * yield to its owner); on losing, wait again first in line, keeping
+     * the original deadline. The waiter is off the list here, so these
+     * fields are its own. */
     sw.base.parked = 0;
     sw.base.requeue = 1;
-    r = tl__gate_try_enqueue(b, &sw.base, 0);
-    if (r != TL_RESULT_PENDING) {
-      tl_mutex_unlock(&b->lock);
-      return r;
-    }
-    if (deadline <= tl_now_ns()) {
-      tl__remove(b, &sw.base);
-      tl_mutex_unlock(&b->lock);
-      return TL_RESULT_TIMED_OUT;
-    }
-    tl_mutex_unlock(&b->lock);
+    r = tl__gate_enter(b, &sw, deadline);
   }
   if (r == TL_RESULT_ACQUIRED && sw.base.owner_died)
     r = TL_RESULT_OWNER_DIED;
