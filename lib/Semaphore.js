@@ -69,11 +69,14 @@ class Semaphore extends SharedSlot {
 
   /** Resolves with a release function once `k` permits are taken. */
   acquire (k, options) {
-    return gate.rejecting(() => {
-      const n = readPermits(k, 'Semaphore.acquire')
-      const o = readAsyncOptions(options, 'Semaphore.acquire', true)
-      return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', () => this.release(n))
-    })
+    let n, o
+    try {
+      n = readPermits(k, 'Semaphore.acquire')
+      o = readAsyncOptions(options, 'Semaphore.acquire', true)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', () => this.release(n))
   }
 
   /** Returns `k` permits and grants waiting requests in order. */
