@@ -1,0 +1,283 @@
+/* The barging lock policy of the core (TL_LOCK_BARGE), with the
+ * compare-exchange paths that lib/LockWord.js runs in JavaScript: running
+ * threads take a free word while others wait, one woken waiter at a time
+ * (LOCK_WOKEN) competes or yields, slices end in a hand-off
+ * (TL_LOCK_HANDOFF), and a slice that ends while only a woken waiter is on
+ * its way passes the word to it (LOCK_PASSING). Sync and async waiters,
+ * under the sanitizers.
+ */
+#include <math.h>
+
+#include "test.h"
+
+#define WORD(p) ((_Atomic int32_t *)(p))
+#define MODE TL_LOCK_BARGE
+
+/* lib/LockWord.js fast(): 0 -> id, or a word without an owner, bits kept. */
+static int
+barge_fast(int32_t *word, uint32_t id)
+{
+  int32_t v = 0;
+
+  if (atomic_compare_exchange_strong(WORD(word), &v, (int32_t)id))
+    return 1;
+  while ((v & TL_LOCK_ID_MASK) == 0)
+    if (atomic_compare_exchange_weak(WORD(word), &v, v | (int32_t)id))
+      return 1;
+  return 0;
+}
+
+/* lib/LockWord.js unlock()/release(): a compare-exchange while nobody waits
+ * or a woken waiter is on its way and the slice lasts; the core otherwise,
+ * with TL_LOCK_HANDOFF when the slice is over. */
+static void
+barge_release(int32_t *word, uint32_t id, int slice_over)
+{
+  int32_t v = (int32_t)id;
+
+  if (atomic_compare_exchange_strong(WORD(word), &v, 0))
+    return;
+  ASSERT_EQ((uint32_t)(v & TL_LOCK_ID_MASK), id);
+  if (!slice_over && !(v & TL_LOCK_OWNER_DIED) &&
+      (!(v & TL_LOCK_WAITERS) || (v & TL_LOCK_WOKEN)) &&
+      atomic_compare_exchange_strong(WORD(word), &v, v & ~TL_LOCK_ID_MASK))
+    return;
+  ASSERT_OK(tl_gate_release(word, TL_GATE_LOCK, id,
+                            MODE | (slice_over ? TL_LOCK_HANDOFF : 0)));
+}
+
+/* An async request; the settle callback posts the semaphore, woken or
+ * granted, as the glue queues the node for its thread. */
+typedef struct {
+  tl_waiter_t w; /* first, so that the callback can cast back */
+  uv_sem_t sem;
+} async_req_t;
+
+static void
+async_settle(tl_waiter_t *w)
+{
+  ASSERT_EQ(atomic_load(&w->state), TL_NOTIFIED);
+  uv_sem_post(&((async_req_t *)w)->sem);
+}
+
+/* What src/ready.c does for an async lock request: wait for the settle; a
+ * wake without a grant competes again (or yields and waits on). */
+static void
+barge_acquire_async(async_req_t *a, int32_t *word, uint32_t id)
+{
+  int r;
+
+  if (barge_fast(word, id))
+    return;
+  tl_waiter_init_async(&a->w, async_settle);
+  r = tl_gate_acquire_async(&a->w, word, TL_GATE_LOCK, id, MODE);
+  while (r == TL_RESULT_PENDING) {
+    uv_sem_wait(&a->sem);
+    if (a->w.granted)
+      return;
+    r = tl_gate_retry_async(&a->w);
+  }
+  ASSERT_EQ(r, TL_RESULT_ACQUIRED);
+}
+
+static void
+barge_acquire(int32_t *word, uint32_t id)
+{
+  if (!barge_fast(word, id))
+    ASSERT_EQ(tl_gate_acquire(word, TL_GATE_LOCK, id, MODE, INFINITY, NULL),
+              TL_RESULT_ACQUIRED);
+}
+
+typedef struct {
+  uv_thread_t thread;
+  int32_t *word;
+  uint32_t id;
+  int iterations;
+  int use_async;
+  int64_t *counter;
+} worker_t;
+
+/* Mutual exclusion: a plain counter with a window between its load and its
+ * store, random pauses inside and outside, and slices that end at random
+ * (about one release in 32 hands over). */
+static void
+worker_main(void *arg)
+{
+  worker_t *wk = arg;
+  async_req_t a;
+  tl_rng_t rng;
+
+  tl_thread_register(wk->id);
+  tl_rng_seed(&rng, wk->id * 7919u + 1);
+  ASSERT_OK(uv_sem_init(&a.sem, 0));
+  for (int i = 0; i < wk->iterations; i++) {
+    uint64_t dice = tl_rng_next(&rng);
+
+    if (wk->use_async)
+      barge_acquire_async(&a, wk->word, wk->id);
+    else
+      barge_acquire(wk->word, wk->id);
+    ASSERT_EQ((uint32_t)(atomic_load(WORD(wk->word)) & TL_LOCK_ID_MASK),
+              wk->id);
+
+    int64_t v = *wk->counter;
+    if (dice % 64 == 0)
+      uv_sleep(0);
+    else
+      for (int k = 0; k < 20; k++)
+        tl_cpu_relax();
+    *wk->counter = v + 1;
+
+    barge_release(wk->word, wk->id, dice % 32 == 1);
+    if (dice % 97 == 2)
+      uv_sleep(0);
+  }
+  uv_sem_destroy(&a.sem);
+  tl_thread_unregister(wk->id);
+}
+
+static void
+test_mutual_exclusion(int threads, int iterations)
+{
+  enum { MAXT = 16 };
+  int32_t word = 0;
+  int64_t counter = 0;
+  worker_t wk[MAXT];
+
+  ASSERT_LE(threads, MAXT);
+  for (int i = 0; i < threads; i++) {
+    wk[i] = (worker_t){ .word = &word,
+                        .id = (uint32_t)(i + 1),
+                        .iterations = iterations,
+                        .use_async = i % 3 == 2,
+                        .counter = &counter };
+    ASSERT_OK(uv_thread_create(&wk[i].thread, worker_main, &wk[i]));
+  }
+  for (int i = 0; i < threads; i++)
+    ASSERT_OK(uv_thread_join(&wk[i].thread));
+  ASSERT_EQ(counter, (int64_t)threads * iterations);
+  /* Every woken waiter gave its bit back; nobody owns the word. */
+  ASSERT_EQ(atomic_load(WORD(&word)), 0);
+  tl_test_quiescent();
+  printf("barge: mutual exclusion: %d threads x %d\n", threads, iterations);
+}
+
+typedef struct {
+  uv_thread_t thread;
+  int32_t *word;
+  uint32_t id;
+  _Atomic int got;
+} taker_t;
+
+static void
+taker_main(void *arg)
+{
+  taker_t *t = arg;
+
+  barge_acquire(t->word, t->id);
+  atomic_store(&t->got, 1);
+  barge_release(t->word, t->id, 0);
+}
+
+/* A release wakes the queued waiter; the owner takes the word again at once
+ * and its slice ends while the waiter is still on its way: the word waits
+ * for that waiter (LOCK_PASSING), which then holds it, and no running
+ * thread can take it meanwhile. If the waiter was quicker, it yielded and
+ * the hand-off grants it directly: either way it gets the lock next. */
+static void
+test_slice_end_passes_to_woken_waiter(int rounds)
+{
+  int passing = 0;
+
+  tl_thread_register(1);
+  for (int i = 0; i < rounds; i++) {
+    int32_t word = 0;
+    taker_t t = { .word = &word, .id = 2 };
+    int32_t v;
+
+    barge_acquire(&word, 1);
+    tl_thread_register(2);
+    ASSERT_OK(uv_thread_create(&t.thread, taker_main, &t));
+    ASSERT_EQ(tl_test_wait_enqueued(&word, 1, NULL), 1);
+    barge_release(&word, 1, 0); /* wakes the waiter: LOCK_WOKEN */
+    if (barge_fast(&word, 1)) {
+      barge_release(&word, 1, 1);
+      v = atomic_load(WORD(&word));
+      if ((v & TL_LOCK_ID_MASK) == TL_LOCK_PASSING) {
+        passing++;
+        /* Nobody but the woken waiter may take it now. */
+        ASSERT_EQ(barge_fast(&word, 3), 0);
+      }
+    }
+    ASSERT_OK(uv_thread_join(&t.thread));
+    ASSERT_EQ(atomic_load(&t.got), 1);
+    ASSERT_EQ(atomic_load(WORD(&word)), 0);
+    tl_thread_unregister(2);
+    tl_test_quiescent();
+  }
+  tl_thread_unregister(1);
+  printf("barge: slice end with a waiter on its way: %d of %d rounds passed "
+         "the word\n",
+         passing, rounds);
+}
+
+/* A woken async waiter that never tries (its thread went away) gives the
+ * woken bit back, and a word passed to it is freed for the next waiter. */
+static void
+test_abandoned_wake(void)
+{
+  int32_t word = 0;
+  async_req_t a;
+  taker_t t = { .word = &word, .id = 3 };
+
+  tl_thread_register(1);
+  tl_thread_register(2);
+  tl_thread_register(3);
+  ASSERT_OK(uv_sem_init(&a.sem, 0));
+  barge_acquire(&word, 1);
+  tl_waiter_init_async(&a.w, async_settle);
+  ASSERT_EQ(tl_gate_acquire_async(&a.w, &word, TL_GATE_LOCK, 2, MODE),
+            TL_RESULT_PENDING);
+  ASSERT_OK(uv_thread_create(&t.thread, taker_main, &t));
+  ASSERT_EQ(tl_test_wait_enqueued(&word, 2, NULL), 1);
+  barge_release(&word, 1, 0); /* wakes the async request, first in line */
+  uv_sem_wait(&a.sem);
+  if (!a.w.granted) {
+    ASSERT(atomic_load(WORD(&word)) & TL_LOCK_WOKEN);
+    ASSERT(barge_fast(&word, 1));
+    barge_release(&word, 1, 1); /* slice over: handed to the queued taker */
+  }
+  /* Otherwise the request had waited 1 ms (a slow machine) and was handed
+   * the lock, which the abandon gives back. Either way the request's thread
+   * goes away before it could try, and the taker gets the lock. */
+  tl_gate_abandon(&a.w);
+  ASSERT_OK(uv_thread_join(&t.thread));
+  ASSERT_EQ(atomic_load(&t.got), 1);
+  ASSERT_EQ(atomic_load(WORD(&word)), 0);
+  uv_sem_destroy(&a.sem);
+  tl_thread_unregister(3);
+  tl_thread_unregister(2);
+  tl_thread_unregister(1);
+  tl_test_quiescent();
+  printf("barge: abandoned wake\n");
+}
+
+int
+main(int argc, char **argv)
+{
+  tl_watchdog_t wd;
+  int iterations = (int)tl_test_setting(argc, argv, 1, "TL_LOCK_ITERS", 20000);
+  int threads = (int)tl_test_setting(argc, argv, 2, "TL_LOCK_THREADS", 6);
+  static const unsigned spins[] = { 0, 2000 };
+
+  tl_watchdog_start(&wd, "barge", 120, NULL);
+  for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
+    tl_set_spin(spins[s]);
+    test_mutual_exclusion(threads, iterations);
+    test_slice_end_passes_to_woken_waiter(50);
+    test_abandoned_wake();
+  }
+  tl_watchdog_stop(&wd);
+  printf("barge: ok\n");
+  return 0;
+}
