@@ -5,7 +5,7 @@
       "sources": [
         "src/binding.c", "src/binding_names.c", "src/env.c", "src/ready.c",
         "src/heap.c", "src/table.c", "src/gates.c", "src/owners.c",
-        "src/names.c", "src/alloc.c", "src/singleton.c"
+        "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],

@@ -1,6 +1,8 @@
-/* The gate policies on top of the parking table: lock, semaphore and
- * read-write lock words whose grants are decided under the word's bucket
- * lock. Acquire, release, grant and hand-off, timeout, abandon and retry.
+/* The gates on top of the parking table: lock, semaphore and read-write
+ * lock words whose grants are decided under the word's bucket lock.
+ * Acquire, release, timeout, abandon and retry for every kind, and the
+ * semaphore's and read-write lock's policies; the lock's own policy is in
+ * lock.c.
  */
 #include "waiters.h"
 
@@ -8,25 +10,6 @@
 
 #include "platform.h"
 #include "tl_internal.h"
-
-/* Hands the lock at w->addr to `w`, the first lock waiter on it, which the
- * caller already unlinked. Expects b->lock; the caller owns the word. */
-void
-tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  /* A waiter woken to compete may still be on its way: its bit stays. */
-  int32_t next = (int32_t)w->lock_id | (atomic_load(word) & TL_LOCK_WOKEN);
-
-  if (owner_died)
-    next |= TL_LOCK_OWNER_DIED;
-  if (tl__next_gate_waiter(b->head, w->addr) != NULL)
-    next |= TL_GATE_WAITERS;
-  atomic_store(word, next);
-  w->owner_died = (uint8_t)owner_died;
-  w->granted = 1;
-  tl__finish(w, TL_NOTIFIED);
-}
 
 /* Grants semaphore waiters at the head of the queue on `addr` for as long
  * as the permits suffice; FIFO means a large request at the head holds back
@@ -117,7 +100,7 @@ tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w)
 /* Whether the thread of `w` already has a request queued for its word: a
  * blocking acquire would then wait for a grant that only this very thread
  * could ever use. Expects b->lock. */
-static int
+int
 tl__queued(tl_bucket_t *b, tl_waiter_t *w)
 {
   for (tl_waiter_t *q = b->head; q != NULL; q = q->next)
@@ -130,7 +113,7 @@ tl__queued(tl_bucket_t *b, tl_waiter_t *w)
 /* Enqueues `w` after setting the waiters bit of its word, which `v` was
  * last read as. Returns 0, or -1 when the word changed first (`v` then
  * holds the new value). Expects b->lock. */
-static int
+int
 tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
@@ -146,110 +129,6 @@ tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
   else
     tl__enqueue(b, w);
   return 0;
-}
-
-/* A woken lock waiter gives its word's woken bit back before it competes,
- * so that the next release wakes a waiter again. A word that a release
- * passed to it (owner LOCK_PASSING) it takes: returns ACQUIRED. If the word
- * is in use, the waiter does not compete at all: it goes back first in line
- * (keeping its age) and returns PENDING. A word that is free at that moment
- * may belong to an owner in a hot loop, between two of its critical
- * sections, and taking it would cut that owner's slice short (an owner on
- * an event loop leaves such gaps of a few hundred nanoseconds at every
- * grant). So the waiter watches a free word for TL_LOCK_COURTESY_NS first,
- * and competes for it (returns 0) only if nobody takes it. The bit goes
- * back in the same compare-exchange that sets the waiters bit, so the
- * owner's release cannot miss the waiter. Expects b->lock. */
-static int
-tl__lock_yield(tl_bucket_t *b, tl_waiter_t *w)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  uint64_t until = 0;
-  int32_t v = atomic_load(word);
-
-  w->woken = 0;
-  for (;;) {
-    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
-
-    if (owner == TL_LOCK_PASSING) {
-      if (!atomic_compare_exchange_weak(
-              word, &v,
-              (v & ~(TL_LOCK_WOKEN | TL_LOCK_ID_MASK)) | (int32_t)w->lock_id))
-        continue;
-      return TL_RESULT_ACQUIRED;
-    }
-    if (owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) {
-      if (!atomic_compare_exchange_weak(word, &v,
-                                        (v & ~TL_LOCK_WOKEN) | TL_GATE_WAITERS))
-        continue;
-      atomic_store(&w->state, TL_WAITING);
-      tl__enqueue_front(b, w);
-      return TL_RESULT_PENDING;
-    }
-    if (owner == 0) {
-      uint64_t now = tl_now_ns();
-      if (until == 0)
-        until = now + TL_LOCK_COURTESY_NS;
-      if (now < until) {
-        for (int i = 0; i < 16; i++)
-          tl_cpu_relax();
-        v = atomic_load(word);
-        continue;
-      }
-    }
-    atomic_fetch_and(word, ~TL_LOCK_WOKEN);
-    return 0;
-  }
-}
-
-/* Tries to take the lock without waiting, or enqueues `w` behind the
- * current owner. A sync request (allow_self == 0) from the owner, or from a
- * thread with a request already queued, fails with TL_EDEADLK; an async one
- * queues. Expects b->lock. */
-static int
-tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t v;
-
-  if (w->woken) {
-    int r = tl__lock_yield(b, w);
-    if (r != 0)
-      return r;
-  }
-  v = atomic_load(word);
-  for (;;) {
-    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
-
-    /* In the barging mode a word without an owner is free even while
-     * waiters are queued (their bit stays); in the FIFO mode that state
-     * never occurs, since releases hand the lock over. */
-    if (v == 0 || (owner == 0 && (w->amount & TL_LOCK_BARGE))) {
-      if (atomic_compare_exchange_weak(word, &v, v | (int32_t)w->lock_id))
-        return TL_RESULT_ACQUIRED;
-      continue;
-    }
-    if (!allow_self && (owner == w->lock_id || tl__queued(b, w)))
-      return TL_EDEADLK;
-    if (owner != w->lock_id && owner != TL_LOCK_PASSING &&
-        !tl_thread_alive(owner)) {
-      tl_waiter_t *first = tl__next_gate_waiter(b->head, w->addr);
-      if (first == NULL) {
-        /* Nobody queued: take over. Gate waiters only write a word with an
-         * owner set under this lock, so a plain store is safe. */
-        atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED) |
-                               (v & TL_LOCK_WOKEN));
-        return TL_RESULT_OWNER_DIED;
-      }
-      /* Queued waiters come first: the oldest takes over, we queue. */
-      tl__unlink(b, first);
-      tl__grant(b, first, 1);
-      v = atomic_load(word);
-      continue;
-    }
-    if (tl__gate_enqueue(b, w, &v) == 0)
-      return TL_RESULT_PENDING;
-  }
 }
 
 /* Takes `amount` permits, or queues behind earlier requests. */
@@ -417,54 +296,6 @@ tl_gate_retry_async(tl_waiter_t *w)
   return r;
 }
 
-/* Wakes `first`, the oldest lock waiter on `word`, to compete for the word
- * that the caller just freed or is about to free, and marks the word so
- * that releases wake nobody else until `first` has tried. Expects b->lock. */
-static void
-tl__lock_wake(tl_bucket_t *b, _Atomic int32_t *word, tl_waiter_t *first)
-{
-  tl__unlink(b, first);
-  first->granted = 0;
-  first->woken = 1;
-  atomic_fetch_or(word, TL_LOCK_WOKEN);
-  if (tl__next_gate_waiter(b->head, first->addr) == NULL)
-    atomic_fetch_and(word, ~TL_GATE_WAITERS);
-  tl__finish(first, TL_NOTIFIED);
-}
-
-/* Releases the lock word `word`, read as `v` and owned by the caller.
- * Expects b->lock. While the word has an owner only the owner and the core
- * under this lock change it, so plain stores cannot lose an update. */
-static int
-tl__lock_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
-                        uint32_t amount)
-{
-  tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
-
-  if (first == NULL) {
-    /* A woken waiter may still be on its way; its bit stays. If the
-     * owner's slice is over, the word waits for that waiter (LOCK_PASSING),
-     * so that running threads cannot take it first. */
-    if ((amount & TL_LOCK_HANDOFF) && (v & TL_LOCK_WOKEN))
-      atomic_store(word, TL_LOCK_WOKEN | TL_LOCK_PASSING);
-    else
-      atomic_store(word, v & TL_LOCK_WOKEN);
-  } else if (!(amount & TL_LOCK_BARGE) || (amount & TL_LOCK_HANDOFF) ||
-             tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
-    /* Direct hand-off: the word never becomes free while `first` waits,
-     * so nobody can barge in. In the FIFO mode this is every release. */
-    tl__unlink(b, first);
-    tl__grant(b, first, 0);
-  } else if (v & TL_LOCK_WOKEN) {
-    /* Somebody is already on the way: free the word and wake nobody. */
-    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
-  } else {
-    atomic_store(word, TL_GATE_WAITERS);
-    tl__lock_wake(b, word, first);
-  }
-  return 0;
-}
-
 /* tl_gate_release with b->lock held. */
 static int
 tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
@@ -536,28 +367,13 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
 void
 tl__abandon(tl_bucket_t *b, tl_waiter_t *w)
 {
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  tl_waiter_t *first;
-
   if (w->granted) {
     tl__gate_release_locked(b, (int32_t *)w->addr, w->gate, w->lock_id,
                             w->amount);
     return;
   }
-  if (w->gate != TL_GATE_LOCK || !w->woken)
-    return;
-  /* A woken waiter that will never try: give its bit back, and wake the
-   * next waiter if the word is still free, so that the queue moves on. The
-   * word may be free, and running threads then change it: atomic updates
-   * only. */
-  w->woken = 0;
-  atomic_fetch_and(word, ~TL_LOCK_WOKEN);
-  /* A word passed to this waiter has no owner to release it. */
-  if ((atomic_load(word) & TL_LOCK_ID_MASK) == TL_LOCK_PASSING)
-    atomic_fetch_and(word, ~TL_LOCK_ID_MASK);
-  if ((atomic_load(word) & TL_LOCK_ID_MASK) == 0 &&
-      (first = tl__next_gate_waiter(b->head, w->addr)) != NULL)
-    tl__lock_wake(b, word, first);
+  if (w->gate == TL_GATE_LOCK)
+    tl__lock_abandon_wake(b, w);
 }
 
 void
