@@ -25,6 +25,7 @@
 const { gateRelease } = require('./gate')
 const { selfId, constants } = require('./native')
 const { notOwnerError } = require('./errors')
+const { Slice } = require('./Slice')
 
 const {
   GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
@@ -33,9 +34,6 @@ const {
 // Somebody waits: queued in the core, or woken and on the way.
 const WAITING = WAITERS_BIT | WOKEN_BIT
 
-// A slice: how long a thread may keep taking the lock while others wait.
-const SLICE_GRANTS = 2048
-const SLICE_MS = 0.3
 // How many microtasks a promise-API release may keep the word.
 const RESERVE_HOPS = 3
 
@@ -48,8 +46,7 @@ class LockWord {
   #i32
   #fifo
   #flags
-  #streak = 0 // grants taken in a row while others waited
-  #sliceEnd = 0 // performance.now() when the slice ends
+  #slice = new Slice()
   #guard = false // another thread took the word in a gap of this slice
   #reserved = false // released through the promise API, word kept
   #hops = 0 // microtasks the reservation has lasted
@@ -74,7 +71,7 @@ class LockWord {
   get mine () { return !this.#reserved && (load(this.#i32, 0) & ID_MASK) === selfId }
 
   /** A grant that came after waiting starts a new slice. */
-  restart () { this.#streak = 0 }
+  restart () { this.#slice.reset() }
 
   // The compare-exchange acquire. Outside the FIFO mode a word without an
   // owner is free even while waiters are queued.
@@ -89,7 +86,7 @@ class LockWord {
       compareExchange(this.#i32, 0, v, v | selfId) === v) return true
     // Lost in the middle of a slice: somebody takes the word in the gaps
     // between this thread's grants, so its releases will reserve it.
-    if (this.#streak !== 0) this.#guard = true
+    if (this.#slice.running) this.#guard = true
     return false
   }
 
@@ -98,7 +95,7 @@ class LockWord {
     if (this.#reserved) this.checkOwner(0)
     const v = compareExchange(this.#i32, 0, selfId, 0)
     if (v === selfId) {
-      this.#streak = 0
+      this.#slice.reset()
       this.#guard = false
       return
     }
@@ -155,14 +152,7 @@ class LockWord {
 
   // Whether this thread's slice lets it keep the lock; counts one grant.
   #sliceLeft (v) {
-    if ((v & WAITING) === 0) return true
-    const s = ++this.#streak
-    if (s === 1) this.#sliceEnd = performance.now() + SLICE_MS
-    else if (s >= SLICE_GRANTS || ((s & 15) === 0 && performance.now() >= this.#sliceEnd)) {
-      this.#streak = 0
-      return false
-    }
-    return true
+    return (v & WAITING) === 0 || this.#slice.take()
   }
 
   /**

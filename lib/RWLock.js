@@ -1,13 +1,19 @@
 'use strict'
 
 // RWLock: many readers or one writer, in one Int32 of a SharedArrayBuffer.
-// Requests are granted in FIFO order: a waiting writer holds back readers
-// that come after it, so a stream of readers cannot starve writers, and the
-// readers queued before the next writer are let in together.
+// A waiting writer holds back readers that come after it, so a stream of
+// readers cannot starve writers, and the readers queued before the next
+// writer are let in together. Writers follow AsyncLock's default policy: a
+// running writer may take a free word while others wait, a writer's release
+// wakes the oldest waiting writer to compete (readers at the head are
+// granted at once), and a writer's slice (lib/Slice.js) ends in a hand-off
+// to the oldest waiter. A thread's own write requests stay in order: while
+// one waits, its next ones do not barge.
 //
 // Word layout (src/waiters.h): with bit 29 set, the writer's thread id + 1
 // in the low 29 bits; otherwise the number of readers there; bit 30 while
-// requests are queued. The writer is known, so a writer that dies holding
+// requests are queued, bit 31 while a woken writer is on its way (see
+// lib/LockWord.js). The writer is known, so a writer that dies holding
 // the lock is recovered like an AsyncLock owner; readers are counted, not
 // named, so a reader that dies holding a read lock leaves it held.
 
@@ -15,9 +21,15 @@ const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
+const { Slice } = require('./Slice')
 
 const { selfId } = native
-const { GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, GATE_WAITERS: WAITERS_BIT } = native.constants
+const {
+  GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, GATE_WAITERS: WAITERS_BIT,
+  LOCK_WOKEN: WOKEN_BIT, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+} = native.constants
+// Somebody waits: queued in the core, or woken and on the way.
+const WAITING = WAITERS_BIT | WOKEN_BIT
 const { compareExchange, load } = Atomics
 
 class RWLock extends SharedSlot {
@@ -26,6 +38,9 @@ class RWLock extends SharedSlot {
   #write
   #releaseRead = () => this.releaseRead()
   #releaseWrite = () => this.releaseWrite()
+  #slice = new Slice() // this thread's slice as a writer
+  #pendingWrites = 0 // this thread's write requests that have not settled
+  #writeSettled = () => { this.#pendingWrites-- }
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
@@ -63,9 +78,18 @@ class RWLock extends SharedSlot {
     return false
   }
 
+  // A running writer takes a word without readers or writer even while
+  // others wait, unless one of its own write requests waits.
   #fastWrite () {
-    return compareExchange(this.#i32, 0, 0, WRITER | selfId) === 0
+    const v = compareExchange(this.#i32, 0, 0, WRITER | selfId)
+    if (v === 0) return true
+    return this.#pendingWrites === 0 && (v & (WRITER | MASK)) === 0 &&
+      compareExchange(this.#i32, 0, v, v | WRITER | selfId) === v
   }
+
+  // The `amount` of a native write request: barging unless this thread
+  // has a write request waiting, which comes first.
+  get #writeFlags () { return this.#pendingWrites === 0 ? BARGE : 0 }
 
   tryAcquireRead () {
     return gate.tryAcquire(this.#read, 0)
@@ -74,7 +98,7 @@ class RWLock extends SharedSlot {
   tryAcquireWrite () {
     // The writer itself would only be refused by the core.
     if (this.writer === selfId - 1) return false
-    return gate.tryAcquire(this.#write, 0)
+    return gate.tryAcquire(this.#write, this.#writeFlags)
   }
 
   /**
@@ -92,7 +116,9 @@ class RWLock extends SharedSlot {
    */
   acquireWriteSync (options) {
     const timeout = readSyncOptions(options, 'RWLock.acquireWriteSync')
-    return gate.acquireSync(this.#write, 0, timeout, 'RWLock.acquireWriteSync')
+    const ownerDied = gate.acquireSync(this.#write, this.#writeFlags, timeout, 'RWLock.acquireWriteSync')
+    this.#slice.reset()
+    return ownerDied
   }
 
   releaseRead () {
@@ -106,8 +132,23 @@ class RWLock extends SharedSlot {
   }
 
   releaseWrite () {
-    if (compareExchange(this.#i32, 0, WRITER | selfId, 0) === (WRITER | selfId)) return
-    gate.gateRelease(this.#i32, 0, GATE_WRITE, 0, 'RWLock.releaseWrite')
+    const v = compareExchange(this.#i32, 0, WRITER | selfId, 0)
+    if (v === (WRITER | selfId)) {
+      this.#slice.reset()
+      return
+    }
+    let flags = BARGE
+    if ((v & (WRITER | MASK)) === (WRITER | selfId)) {
+      // As LockWord.release: a compare-exchange while the slice lasts and
+      // nobody needs waking; a hand-off once the slice is over.
+      if ((v & WAITING) !== 0 && !this.#slice.take()) {
+        flags |= HANDOFF
+      } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
+        compareExchange(this.#i32, 0, v, v & WAITING) === v) {
+        return
+      }
+    }
+    gate.gateRelease(this.#i32, 0, GATE_WRITE, flags, 'RWLock.releaseWrite')
   }
 
   /** Resolves with a release function once this thread holds a read lock. */
@@ -118,8 +159,13 @@ class RWLock extends SharedSlot {
 
   /** Resolves with a release function once this thread holds the write lock. */
   acquireWrite (options) {
-    return gate.rejecting(() => gate.acquire(this.#write, 0,
-      readAsyncOptions(options, 'RWLock.acquireWrite', true), 'RWLock.acquireWrite', this.#releaseWrite))
+    return gate.rejecting(() => {
+      const o = readAsyncOptions(options, 'RWLock.acquireWrite', true)
+      const p = gate.acquire(this.#write, this.#writeFlags, o, 'RWLock.acquireWrite', this.#releaseWrite)
+      this.#pendingWrites++
+      p.then(this.#writeSettled, this.#writeSettled)
+      return p
+    })
   }
 
   /** Runs `callback` holding a read lock. */

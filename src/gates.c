@@ -65,8 +65,9 @@ tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
     if ((v & TL_RW_WRITER) || (h->gate == TL_GATE_WRITE && readers != 0))
       return;
     tl__unlink(b, h);
-    v = h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
-                                 : readers + 1;
+    v = (v & TL_LOCK_WOKEN) |
+        (h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
+                                  : readers + 1);
     if (tl__next_gate_waiter(b->head, addr) != NULL)
       v |= TL_GATE_WAITERS;
     atomic_store(word, v);
@@ -156,9 +157,15 @@ static int
 tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t v = atomic_load(word);
+  int32_t v;
   int took_over = 0;
 
+  if (w->woken) {
+    int r = tl__barge_yield(b, w);
+    if (r != 0)
+      return r;
+  }
+  v = atomic_load(word);
   for (;;) {
     int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
 
@@ -166,13 +173,21 @@ tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
       uint32_t owner = (uint32_t)(v & TL_RW_MASK);
       if (owner == w->lock_id && !allow_self)
         return TL_EDEADLK;
-      if (owner != w->lock_id && !tl_thread_alive(owner)) {
-        atomic_store(word, v & TL_GATE_WAITERS);
+      if (owner != w->lock_id && owner != TL_LOCK_PASSING &&
+          !tl_thread_alive(owner)) {
+        atomic_store(word, v & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
         took_over = !queued;
         tl__rw_pass(b, w->addr, 1);
         v = atomic_load(word);
         continue;
       }
+    } else if (queued && w->gate == TL_GATE_WRITE &&
+               (w->amount & TL_LOCK_BARGE) && (v & TL_RW_MASK) == 0) {
+      /* Barging mode: a writer takes a free word while others wait. */
+      if (atomic_compare_exchange_weak(
+              word, &v, v | (int32_t)(TL_RW_WRITER | w->lock_id)))
+        return took_over ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
+      continue;
     } else if (!queued) {
       int32_t next = w->gate == TL_GATE_READ
                          ? v + 1
@@ -209,7 +224,8 @@ tl__valid_gate(int gate, uint32_t id, uint32_t amount)
 {
   if (gate == TL_GATE_SEM)
     return amount <= TL_SEM_MASK;
-  if (gate == TL_GATE_LOCK && amount > (TL_LOCK_BARGE | TL_LOCK_HANDOFF))
+  if ((gate == TL_GATE_LOCK || gate == TL_GATE_WRITE) &&
+      amount > (TL_LOCK_BARGE | TL_LOCK_HANDOFF))
     return 0;
   return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
           gate == TL_GATE_WRITE) &&
@@ -339,7 +355,11 @@ tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
       r = TL_ENOTOWNER;
       break;
     }
-    atomic_fetch_and(aword, TL_GATE_WAITERS);
+    if (amount & TL_LOCK_BARGE) {
+      r = tl__write_release_locked(b, aword, v, amount);
+      break;
+    }
+    atomic_fetch_and(aword, TL_GATE_WAITERS | TL_LOCK_WOKEN);
     tl__rw_pass(b, (uintptr_t)word, 0);
     break;
   }

@@ -30,20 +30,53 @@ tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
   tl__finish(w, TL_NOTIFIED);
 }
 
-/* A woken lock waiter gives its word's woken bit back before it competes,
- * so that the next release wakes a waiter again. A word that a release
- * passed to it (owner LOCK_PASSING) it takes: returns ACQUIRED. If the word
- * is in use, the waiter does not compete at all: it goes back first in line
- * (keeping its age) and returns PENDING. A word that is free at that moment
- * may belong to an owner in a hot loop, between two of its critical
- * sections, and taking it would cut that owner's slice short (an owner on
- * an event loop leaves such gaps of a few hundred nanoseconds at every
- * grant). So the waiter watches a free word for TL_LOCK_COURTESY_NS first,
- * and competes for it (returns 0) only if nobody takes it. The bit goes
- * back in the same compare-exchange that sets the waiters bit, so the
- * owner's release cannot miss the waiter. Expects b->lock. */
-static int
-tl__lock_yield(tl_bucket_t *b, tl_waiter_t *w)
+/* The barging policy serves two kinds of word: a lock word (the owner in
+ * the id field) and a read-write lock word for its writers (RW_WRITER and
+ * the writer in the id field, or a count of readers). These give the owner
+ * field of either, in the terms the policy needs. */
+static int32_t
+tl__owner_mask(const tl_waiter_t *w)
+{
+  return w->gate == TL_GATE_LOCK ? TL_LOCK_ID_MASK : TL_RW_WRITER | TL_RW_MASK;
+}
+
+static uint32_t
+tl__owner_of(const tl_waiter_t *w, int32_t v)
+{
+  if (w->gate == TL_GATE_LOCK)
+    return (uint32_t)(v & TL_LOCK_ID_MASK);
+  return (v & TL_RW_WRITER) ? (uint32_t)(v & TL_RW_MASK) : 0;
+}
+
+/* Readers holding a read-write lock word; 0 for a lock word. */
+static int32_t
+tl__readers_of(const tl_waiter_t *w, int32_t v)
+{
+  return w->gate == TL_GATE_LOCK || (v & TL_RW_WRITER) ? 0 : v & TL_RW_MASK;
+}
+
+/* The owner field that names `id` as the holder. */
+static int32_t
+tl__held_by(const tl_waiter_t *w, uint32_t id)
+{
+  return w->gate == TL_GATE_LOCK ? (int32_t)id : (int32_t)(TL_RW_WRITER | id);
+}
+
+/* A woken waiter (a lock waiter, or a writer) gives its word's woken bit
+ * back before it competes, so that the next release wakes a waiter again. A
+ * word that a release passed to it (owner LOCK_PASSING) it takes: returns
+ * ACQUIRED. If the word is in use, the waiter does not compete at all: it
+ * goes back first in line (keeping its age) and returns PENDING. A word
+ * that is free at that moment may belong to an owner in a hot loop, between
+ * two of its critical sections, and taking it would cut that owner's slice
+ * short (an owner on an event loop leaves such gaps of a few hundred
+ * nanoseconds at every grant). So the waiter watches a free word for
+ * TL_LOCK_COURTESY_NS first, and competes for it (returns 0) only if nobody
+ * takes it. The bit goes back in the same compare-exchange that sets the
+ * waiters bit, so the owner's release cannot miss the waiter. Expects
+ * b->lock. */
+int
+tl__barge_yield(tl_bucket_t *b, tl_waiter_t *w)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
   uint64_t until = 0;
@@ -51,16 +84,18 @@ tl__lock_yield(tl_bucket_t *b, tl_waiter_t *w)
 
   w->woken = 0;
   for (;;) {
-    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
+    uint32_t owner = tl__owner_of(w, v);
 
     if (owner == TL_LOCK_PASSING) {
       if (!atomic_compare_exchange_weak(
               word, &v,
-              (v & ~(TL_LOCK_WOKEN | TL_LOCK_ID_MASK)) | (int32_t)w->lock_id))
+              (v & ~(TL_LOCK_WOKEN | tl__owner_mask(w))) |
+                  tl__held_by(w, w->lock_id)))
         continue;
       return TL_RESULT_ACQUIRED;
     }
-    if (owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) {
+    if ((owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) ||
+        tl__readers_of(w, v) != 0) {
       if (!atomic_compare_exchange_weak(word, &v,
                                         (v & ~TL_LOCK_WOKEN) | TL_GATE_WAITERS))
         continue;
@@ -95,7 +130,7 @@ tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
   int32_t v;
 
   if (w->woken) {
-    int r = tl__lock_yield(b, w);
+    int r = tl__barge_yield(b, w);
     if (r != 0)
       return r;
   }
@@ -182,6 +217,34 @@ tl__lock_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
   return 0;
 }
 
+/* Releases the write lock of the read-write lock word `word`, read as `v`
+ * and held by the caller, in the barging mode (see tl__lock_release_locked:
+ * the same policy for writers). Readers at the head of the queue are always
+ * granted together, in order. Expects b->lock. */
+int
+tl__write_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
+                         uint32_t amount)
+{
+  tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
+
+  if (first == NULL) {
+    if ((amount & TL_LOCK_HANDOFF) && (v & TL_LOCK_WOKEN))
+      atomic_store(word, TL_LOCK_WOKEN | TL_RW_WRITER | TL_LOCK_PASSING);
+    else
+      atomic_store(word, v & TL_LOCK_WOKEN);
+  } else if (first->gate == TL_GATE_READ || (amount & TL_LOCK_HANDOFF) ||
+             tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
+    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
+    tl__rw_pass(b, (uintptr_t)word, 0);
+  } else if (v & TL_LOCK_WOKEN) {
+    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
+  } else {
+    atomic_store(word, TL_GATE_WAITERS);
+    tl__lock_wake(b, word, first);
+  }
+  return 0;
+}
+
 /* A woken waiter that will never try (its thread went away or its request
  * could not be booked): gives its bit back, and wakes the next waiter if
  * the word is still free, so that the queue moves on. The word may be free,
@@ -191,15 +254,21 @@ tl__lock_abandon_wake(tl_bucket_t *b, tl_waiter_t *w)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
   tl_waiter_t *first;
+  int32_t v;
 
   if (!w->woken)
     return;
   w->woken = 0;
   atomic_fetch_and(word, ~TL_LOCK_WOKEN);
   /* A word passed to this waiter has no owner to release it. */
-  if ((atomic_load(word) & TL_LOCK_ID_MASK) == TL_LOCK_PASSING)
-    atomic_fetch_and(word, ~TL_LOCK_ID_MASK);
-  if ((atomic_load(word) & TL_LOCK_ID_MASK) == 0 &&
-      (first = tl__next_gate_waiter(b->head, w->addr)) != NULL)
+  if (tl__owner_of(w, atomic_load(word)) == TL_LOCK_PASSING)
+    atomic_fetch_and(word, ~tl__owner_mask(w));
+  v = atomic_load(word);
+  if (tl__owner_of(w, v) != 0 || tl__readers_of(w, v) != 0 ||
+      (first = tl__next_gate_waiter(b->head, w->addr)) == NULL)
+    return;
+  if (first->gate == TL_GATE_READ)
+    tl__rw_pass(b, w->addr, 0);
+  else
     tl__lock_wake(b, word, first);
 }

@@ -99,7 +99,7 @@ tl_thread_unregister(uint32_t id)
       } else if (w->gate == TL_GATE_READ || w->gate == TL_GATE_WRITE) {
         if (!(v & TL_RW_WRITER) || (uint32_t)(v & TL_RW_MASK) != id)
           continue;
-        atomic_store(word, v & TL_GATE_WAITERS);
+        atomic_store(word, v & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
         tl__rw_pass(b, w->addr, 1);
       } else {
         continue;
