@@ -28,9 +28,18 @@ const { notOwnerError } = require('./errors')
 const { Slice } = require('./Slice')
 
 const {
-  GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_WAITERS: WAITERS_BIT,
-  LOCK_WOKEN: WOKEN_BIT, LOCK_PASSING: PASSING, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+  GATE_LOCK, GATE_WRITE, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT,
+  LOCK_WAITERS: WAITERS_BIT, LOCK_WOKEN: WOKEN_BIT, LOCK_PASSING: PASSING,
+  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF, RW_WRITER, RW_MASK
 } = constants
+
+// The words this policy serves: an AsyncLock word (the owner's id in the id
+// field, an owner-died bit), and an RWLock word for its writers (the writer
+// bit and the writer's id; readers counted when the bit is clear).
+const KINDS = {
+  lock: { gate: GATE_LOCK, tag: 0, mask: ID_MASK, diedBit: OWNER_DIED_BIT, where: 'AsyncLock.unlock' },
+  write: { gate: GATE_WRITE, tag: RW_WRITER, mask: RW_WRITER | RW_MASK, diedBit: 0, where: 'RWLock.releaseWrite' }
+}
 // Somebody waits: queued in the core, or woken and on the way.
 const WAITING = WAITERS_BIT | WOKEN_BIT
 
@@ -46,6 +55,9 @@ class LockWord {
   #i32
   #fifo
   #flags
+  #kind
+  #own // the word's owner field when this thread holds it
+  #mask // the owner field
   #slice = new Slice()
   #guard = false // another thread took the word in a gap of this slice
   #reserved = false // released through the promise API, word kept
@@ -54,11 +66,14 @@ class LockWord {
   #settle = () => this.#endReservation()
   #unlock // what ends a reservation: the lock's full unlock()
 
-  constructor (i32, fifo, unlock) {
+  constructor (i32, fifo, unlock, kind = 'lock') {
     this.#i32 = i32
     this.#fifo = fifo
     this.#flags = fifo ? 0 : BARGE
     this.#unlock = unlock
+    this.#kind = KINDS[kind]
+    this.#own = this.#kind.tag | selfId
+    this.#mask = this.#kind.mask
   }
 
   get fifo () { return this.#fifo }
@@ -68,22 +83,22 @@ class LockWord {
   get value () { return this.#reserved ? 0 : load(this.#i32, 0) }
   get reserved () { return this.#reserved }
   /** Whether this thread holds the lock. */
-  get mine () { return !this.#reserved && (load(this.#i32, 0) & ID_MASK) === selfId }
+  get mine () { return !this.#reserved && (load(this.#i32, 0) & this.#mask) === this.#own }
 
   /** A grant that came after waiting starts a new slice. */
   restart () { this.#slice.reset() }
 
   // The compare-exchange acquire. Outside the FIFO mode a word without an
-  // owner is free even while waiters are queued.
-  fast () {
+  // owner is free even while waiters are queued, unless `barge` is false.
+  fast (barge = true) {
     if (this.#reserved) {
       this.#reserved = false
       return true
     }
-    const v = compareExchange(this.#i32, 0, 0, selfId)
+    const v = compareExchange(this.#i32, 0, 0, this.#own)
     if (v === 0) return true
-    if (!this.#fifo && (v & ID_MASK) === 0 &&
-      compareExchange(this.#i32, 0, v, v | selfId) === v) return true
+    if (barge && !this.#fifo && (v & this.#mask) === 0 &&
+      compareExchange(this.#i32, 0, v, v | this.#own) === v) return true
     // Lost in the middle of a slice: somebody takes the word in the gaps
     // between this thread's grants, so its releases will reserve it.
     if (this.#slice.running) this.#guard = true
@@ -92,9 +107,9 @@ class LockWord {
 
   /** Frees the word held by this thread; throws ENOTOWNER otherwise. */
   unlock () {
-    if (this.#reserved) this.checkOwner(0)
-    const v = compareExchange(this.#i32, 0, selfId, 0)
-    if (v === selfId) {
+    if (this.#reserved) this.checkOwner(0) // reserved: not held
+    const v = compareExchange(this.#i32, 0, this.#own, 0)
+    if (v === this.#own) {
       this.#slice.reset()
       this.#guard = false
       return
@@ -108,7 +123,7 @@ class LockWord {
    * own next request; counts one grant of the slice.
    */
   keep (v) {
-    return (v & OWNER_DIED_BIT) === 0 && this.#sliceLeft(v)
+    return (v & this.#kind.diedBit) === 0 && this.#sliceLeft(v)
   }
 
   // A release through the promise API: while others wait, it keeps the word
@@ -117,7 +132,7 @@ class LockWord {
   leave () {
     if (!this.#guard) return false
     const v = load(this.#i32, 0)
-    if ((v & ID_MASK) !== selfId || (v & (OWNER_DIED_BIT | WAITERS_BIT)) !== WAITERS_BIT) return false
+    if ((v & this.#mask) !== this.#own || (v & (this.#kind.diedBit | WAITERS_BIT)) !== WAITERS_BIT) return false
     if (!this.#sliceLeft(v)) {
       this.release(v, HANDOFF)
       return true
@@ -129,6 +144,13 @@ class LockWord {
       RESOLVED.then(this.#settle)
     }
     return true
+  }
+
+  /** Ends a reservation now (before this thread takes the other side). */
+  settle () {
+    if (!this.#reserved) return
+    this.#reserved = false
+    this.#unlock()
   }
 
   #endReservation () {
@@ -143,7 +165,12 @@ class LockWord {
   }
 
   checkOwner (v) {
-    if ((v & ID_MASK) === selfId) return
+    if (!this.#reserved && (v & this.#mask) === this.#own) return
+    if (this.#kind.gate !== GATE_LOCK && !this.#reserved) {
+      // The core words it as for any gate: ENOTOWNER.
+      gateRelease(this.#i32, 0, this.#kind.gate, 0, this.#kind.where)
+      return
+    }
     const owner = (v & ID_MASK) === 0 || (v & ID_MASK) === PASSING ? null : (v & ID_MASK) - 1
     throw notOwnerError('AsyncLock.unlock', owner === null
       ? 'the lock is not held'
@@ -161,15 +188,15 @@ class LockWord {
    * the oldest waiter or (`handoff`, FIFO mode) hands the lock to it.
    */
   release (v, handoff) {
-    if (!this.#fifo && handoff === 0 && (v & OWNER_DIED_BIT) === 0) {
+    if (!this.#fifo && handoff === 0 && (v & this.#kind.diedBit) === 0) {
       if ((v & WAITING) !== 0 && !this.#sliceLeft(v)) {
         handoff = HANDOFF
       } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
-        compareExchange(this.#i32, 0, v, v & ~ID_MASK) === v) {
+        compareExchange(this.#i32, 0, v, v & ~this.#mask) === v) {
         return
       }
     }
-    gateRelease(this.#i32, 0, GATE_LOCK, this.#flags | (handoff ? HANDOFF : 0), 'AsyncLock.unlock')
+    gateRelease(this.#i32, 0, this.#kind.gate, this.#flags | (handoff ? HANDOFF : 0), this.#kind.where)
   }
 }
 

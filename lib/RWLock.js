@@ -21,15 +21,13 @@ const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
-const { Slice } = require('./Slice')
+const { LockWord } = require('./LockWord')
 
 const { selfId } = native
 const {
   GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, GATE_WAITERS: WAITERS_BIT,
-  LOCK_WOKEN: WOKEN_BIT, LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF
+  LOCK_BARGE: BARGE
 } = native.constants
-// Somebody waits: queued in the core, or woken and on the way.
-const WAITING = WAITERS_BIT | WOKEN_BIT
 const { compareExchange, load } = Atomics
 
 class RWLock extends SharedSlot {
@@ -37,10 +35,11 @@ class RWLock extends SharedSlot {
   #read
   #write
   #releaseRead = () => this.releaseRead()
-  #releaseWrite = () => this.releaseWrite()
-  #slice = new Slice() // this thread's slice as a writer
+  #word // this thread's side of the word as a writer (lib/LockWord.js)
   #pendingWrites = 0 // this thread's write requests that have not settled
   #writeSettled = () => { this.#pendingWrites-- }
+  // A writer's release through the promise API (see LockWord.leave).
+  #leaveWrite = () => { if (!this.#word.leave()) this.releaseWrite() }
 
   /**
    * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
@@ -49,19 +48,20 @@ class RWLock extends SharedSlot {
   constructor (buffer = undefined, byteOffset = 0) {
     super(buffer, byteOffset, 1, 'RWLock')
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#word = new LockWord(this.#i32, false, () => this.releaseWrite(), 'write')
     this.#read = new gate.Gate(this.#i32, GATE_READ, () => this.#fastRead() ? false : undefined)
     this.#write = new gate.Gate(this.#i32, GATE_WRITE, () => this.#fastWrite() ? false : undefined)
   }
 
   /** Readers holding the lock now. */
   get readers () {
-    const v = load(this.#i32, 0)
+    const v = this.#word.value
     return v & WRITER ? 0 : v & MASK
   }
 
   /** The threadId of the writer holding the lock, or null. */
   get writer () {
-    const v = load(this.#i32, 0)
+    const v = this.#word.value
     return v & WRITER ? (v & MASK) - 1 : null
   }
 
@@ -69,6 +69,7 @@ class RWLock extends SharedSlot {
   get waiting () { return native.waiterCount(this.#i32, 0) }
 
   #fastRead () {
+    this.#word.settle() // a writer's reservation of this thread ends first
     let v = load(this.#i32, 0)
     while (!(v & (WAITERS_BIT | WRITER)) && (v & MASK) < MASK) {
       const seen = compareExchange(this.#i32, 0, v, v + 1)
@@ -81,10 +82,7 @@ class RWLock extends SharedSlot {
   // A running writer takes a word without readers or writer even while
   // others wait, unless one of its own write requests waits.
   #fastWrite () {
-    const v = compareExchange(this.#i32, 0, 0, WRITER | selfId)
-    if (v === 0) return true
-    return this.#pendingWrites === 0 && (v & (WRITER | MASK)) === 0 &&
-      compareExchange(this.#i32, 0, v, v | WRITER | selfId) === v
+    return this.#word.fast(this.#pendingWrites === 0)
   }
 
   // The `amount` of a native write request: barging unless this thread
@@ -117,7 +115,7 @@ class RWLock extends SharedSlot {
   acquireWriteSync (options) {
     const timeout = readSyncOptions(options, 'RWLock.acquireWriteSync')
     const ownerDied = gate.acquireSync(this.#write, this.#writeFlags, timeout, 'RWLock.acquireWriteSync')
-    this.#slice.reset()
+    this.#word.restart()
     return ownerDied
   }
 
@@ -132,23 +130,7 @@ class RWLock extends SharedSlot {
   }
 
   releaseWrite () {
-    const v = compareExchange(this.#i32, 0, WRITER | selfId, 0)
-    if (v === (WRITER | selfId)) {
-      this.#slice.reset()
-      return
-    }
-    let flags = BARGE
-    if ((v & (WRITER | MASK)) === (WRITER | selfId)) {
-      // As LockWord.release: a compare-exchange while the slice lasts and
-      // nobody needs waking; a hand-off once the slice is over.
-      if ((v & WAITING) !== 0 && !this.#slice.take()) {
-        flags |= HANDOFF
-      } else if (((v & WAITERS_BIT) === 0 || (v & WOKEN_BIT) !== 0) &&
-        compareExchange(this.#i32, 0, v, v & WAITING) === v) {
-        return
-      }
-    }
-    gate.gateRelease(this.#i32, 0, GATE_WRITE, flags, 'RWLock.releaseWrite')
+    this.#word.unlock()
   }
 
   /** Resolves with a release function once this thread holds a read lock. */
@@ -161,7 +143,7 @@ class RWLock extends SharedSlot {
   acquireWrite (options) {
     return gate.rejecting(() => {
       const o = readAsyncOptions(options, 'RWLock.acquireWrite', true)
-      const p = gate.acquire(this.#write, this.#writeFlags, o, 'RWLock.acquireWrite', this.#releaseWrite)
+      const p = gate.acquire(this.#write, this.#writeFlags, o, 'RWLock.acquireWrite', this.#leaveWrite)
       this.#pendingWrites++
       p.then(this.#writeSettled, this.#writeSettled)
       return p

@@ -56,6 +56,7 @@ tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
     tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
     int32_t v = atomic_load(word);
     int32_t readers = v & TL_RW_MASK;
+    int32_t next;
 
     if (h == NULL) {
       if (v & TL_GATE_WAITERS)
@@ -64,13 +65,16 @@ tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
     }
     if ((v & TL_RW_WRITER) || (h->gate == TL_GATE_WRITE && readers != 0))
       return;
+    next = (v & TL_LOCK_WOKEN) |
+           (h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
+                                     : readers + 1);
+    if (tl__next_gate_waiter(h->next, addr) != NULL)
+      next |= TL_GATE_WAITERS;
+    /* A free word can be taken meanwhile by a barging writer in JavaScript:
+     * grant only through a compare-exchange, and look again if it fails. */
+    if (!atomic_compare_exchange_strong(word, &v, next))
+      continue;
     tl__unlink(b, h);
-    v = (v & TL_LOCK_WOKEN) |
-        (h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
-                                  : readers + 1);
-    if (tl__next_gate_waiter(b->head, addr) != NULL)
-      v |= TL_GATE_WAITERS;
-    atomic_store(word, v);
     h->owner_died = (uint8_t)owner_died;
     h->granted = 1;
     owner_died = 0;
