@@ -88,6 +88,142 @@ barge_acquire(int32_t *word, uint32_t id)
               TL_RESULT_ACQUIRED);
 }
 
+/* The same for the writers of a read-write lock word (lib/RWLock.js through
+ * lib/LockWord.js), and its readers' compare-exchange paths. */
+static int
+rw_write_fast(int32_t *word, uint32_t id)
+{
+  int32_t v = 0;
+  int32_t own = (int32_t)(TL_RW_WRITER | id);
+
+  if (atomic_compare_exchange_strong(WORD(word), &v, own))
+    return 1;
+  while ((v & (TL_RW_WRITER | TL_RW_MASK)) == 0)
+    if (atomic_compare_exchange_weak(WORD(word), &v, v | own))
+      return 1;
+  return 0;
+}
+
+static void
+rw_write_release(int32_t *word, uint32_t id, int slice_over)
+{
+  int32_t own = (int32_t)(TL_RW_WRITER | id);
+  int32_t v = own;
+
+  if (atomic_compare_exchange_strong(WORD(word), &v, 0))
+    return;
+  ASSERT_EQ(v & (TL_RW_WRITER | TL_RW_MASK), own);
+  if (!slice_over && (!(v & TL_LOCK_WAITERS) || (v & TL_LOCK_WOKEN)) &&
+      atomic_compare_exchange_strong(WORD(word), &v,
+                                     v & ~(TL_RW_WRITER | TL_RW_MASK)))
+    return;
+  ASSERT_OK(tl_gate_release(word, TL_GATE_WRITE, id,
+                            MODE | (slice_over ? TL_LOCK_HANDOFF : 0)));
+}
+
+static void
+rw_read(int32_t *word, uint32_t id, _Atomic int *writers_inside)
+{
+  int32_t v = atomic_load(WORD(word));
+
+  for (;;) {
+    if (v & (TL_LOCK_WAITERS | TL_RW_WRITER)) {
+      ASSERT_EQ(tl_gate_acquire(word, TL_GATE_READ, id, 0, INFINITY, NULL),
+                TL_RESULT_ACQUIRED);
+      break;
+    }
+    if (atomic_compare_exchange_weak(WORD(word), &v, v + 1))
+      break;
+  }
+  ASSERT_EQ(atomic_load(writers_inside), 0);
+  v = atomic_load(WORD(word));
+  for (;;) {
+    if (v & (TL_LOCK_WAITERS | TL_RW_WRITER)) {
+      ASSERT_OK(tl_gate_release(word, TL_GATE_READ, id, 0));
+      break;
+    }
+    if (atomic_compare_exchange_weak(WORD(word), &v, v - 1))
+      break;
+  }
+}
+
+typedef struct {
+  uv_thread_t thread;
+  int32_t *word;
+  uint32_t id;
+  int iterations;
+  int64_t *counter;
+  _Atomic int *writers_inside;
+} rw_worker_t;
+
+/* Writers (one in eight rounds a reader) with a window in the counter and
+ * random slice ends; readers check that no writer is inside. */
+static void
+rw_worker_main(void *arg)
+{
+  rw_worker_t *wk = arg;
+  tl_rng_t rng;
+
+  tl_thread_register(wk->id);
+  tl_rng_seed(&rng, wk->id * 104729u + 3);
+  for (int i = 0; i < wk->iterations; i++) {
+    uint64_t dice = tl_rng_next(&rng);
+
+    if (dice % 8 == 0) {
+      rw_read(wk->word, wk->id, wk->writers_inside);
+      continue;
+    }
+    if (!rw_write_fast(wk->word, wk->id))
+      ASSERT_EQ(tl_gate_acquire(wk->word, TL_GATE_WRITE, wk->id, MODE, INFINITY,
+                                NULL),
+                TL_RESULT_ACQUIRED);
+    ASSERT_EQ(atomic_fetch_add(wk->writers_inside, 1), 0);
+    int64_t v = *wk->counter;
+    if (dice % 64 == 1)
+      uv_sleep(0);
+    else
+      for (int k = 0; k < 20; k++)
+        tl_cpu_relax();
+    *wk->counter = v + 1;
+    atomic_fetch_sub(wk->writers_inside, 1);
+    rw_write_release(wk->word, wk->id, dice % 32 == 3);
+  }
+  tl_thread_unregister(wk->id);
+}
+
+static void
+test_rw_writers(int threads, int iterations)
+{
+  enum { MAXT = 16 };
+  int32_t word = 0;
+  int64_t counter = 0;
+  _Atomic int writers_inside = 0;
+  rw_worker_t wk[MAXT];
+  int64_t writes = 0;
+
+  ASSERT_LE(threads, MAXT);
+  for (int i = 0; i < threads; i++) {
+    wk[i] = (rw_worker_t){ .word = &word,
+                           .id = (uint32_t)(i + 1),
+                           .iterations = iterations,
+                           .counter = &counter,
+                           .writers_inside = &writers_inside };
+    ASSERT_OK(uv_thread_create(&wk[i].thread, rw_worker_main, &wk[i]));
+  }
+  for (int i = 0; i < threads; i++)
+    ASSERT_OK(uv_thread_join(&wk[i].thread));
+  for (int i = 0; i < threads; i++) {
+    tl_rng_t rng;
+    tl_rng_seed(&rng, wk[i].id * 104729u + 3);
+    for (int k = 0; k < iterations; k++)
+      writes += tl_rng_next(&rng) % 8 != 0;
+  }
+  ASSERT_EQ(counter, writes);
+  ASSERT_EQ(atomic_load(WORD(&word)), 0);
+  tl_test_quiescent();
+  printf("barge: rw writers: %d threads x %d\n", threads, iterations);
+}
+
 typedef struct {
   uv_thread_t thread;
   int32_t *word;
@@ -274,6 +410,7 @@ main(int argc, char **argv)
   for (size_t s = 0; s < sizeof(spins) / sizeof(spins[0]); s++) {
     tl_set_spin(spins[s]);
     test_mutual_exclusion(threads, iterations);
+    test_rw_writers(threads, iterations);
     test_slice_end_passes_to_woken_waiter(50);
     test_abandoned_wake();
   }
