@@ -542,9 +542,12 @@ export declare class Semaphore {
 
 /**
  * A read-write lock shared by threads: many readers or one writer, in one
- * Int32 of a SharedArrayBuffer. Requests are granted in FIFO order: a
- * waiting writer holds back the readers that come after it, so readers
- * cannot starve writers.
+ * Int32 of a SharedArrayBuffer. A waiting writer holds back the readers
+ * that come after it, so readers cannot starve writers; readers queued
+ * before the next writer enter together. Writers follow the default policy
+ * of {@link AsyncLock} (see {@link AsyncLockOptions}): a running writer may
+ * take a free lock while others wait, and slices end in a hand-off; a
+ * thread's own write requests keep their order.
  *
  * The writer is a thread, like the owner of an {@link AsyncLock}: a writer
  * that dies holding the lock is recovered. Readers are only counted: a
