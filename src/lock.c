@@ -71,8 +71,8 @@ tl__held_by(const tl_waiter_t *w, uint32_t id)
  * two of its critical sections, and taking it would cut that owner's slice
  * short (an owner on an event loop leaves such gaps of a few hundred
  * nanoseconds at every grant). So the waiter watches a free word for
- * TL_LOCK_COURTESY_NS first, and competes for it (returns 0) only if nobody
- * takes it. The bit goes back in the same compare-exchange that sets the
+ * TL_LOCK_COURTESY_NS first, and takes it (returns ACQUIRED) only if nobody
+ * else does. The bit goes back in the same compare-exchange that sets the
  * waiters bit, so the owner's release cannot miss the waiter. Expects
  * b->lock. */
 int
@@ -113,7 +113,17 @@ tl__barge_yield(tl_bucket_t *b, tl_waiter_t *w)
         v = atomic_load(word);
         continue;
       }
+      /* Still free: the woken waiter takes it, whether or not its own
+       * request may barge (a thread's later write requests may not), since
+       * nobody else is woken to take it. */
+      if (!atomic_compare_exchange_weak(
+              word, &v,
+              (v & ~(TL_LOCK_WOKEN | tl__owner_mask(w))) |
+                  tl__held_by(w, w->lock_id)))
+        continue;
+      return TL_RESULT_ACQUIRED;
     }
+    /* Held by this very thread or by a dead one: the usual way. */
     atomic_fetch_and(word, ~TL_LOCK_WOKEN);
     return 0;
   }
