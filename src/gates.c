@@ -161,15 +161,9 @@ static int
 tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t v;
+  int32_t v = atomic_load(word);
   int took_over = 0;
 
-  if (w->woken) {
-    int r = tl__barge_yield(b, w);
-    if (r != 0)
-      return r;
-  }
-  v = atomic_load(word);
   for (;;) {
     int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
 
@@ -213,6 +207,12 @@ tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 static int
 tl__gate_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
+  /* A woken waiter (lock or writer) yields or takes the word first. */
+  if (w->woken) {
+    int r = tl__barge_yield(b, w);
+    if (r != 0)
+      return r;
+  }
   switch (w->gate) {
   case TL_GATE_LOCK:
     return tl__lock_try_enqueue(b, w, allow_self);
@@ -331,7 +331,7 @@ tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
       r = TL_ENOTOWNER;
       break;
     }
-    r = tl__lock_release_locked(b, aword, v, amount);
+    r = tl__barge_release_locked(b, aword, v, TL_GATE_LOCK, amount);
     break;
   case TL_GATE_SEM:
     /* The fast paths may still run while no waiter is queued. */
@@ -360,7 +360,7 @@ tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
       break;
     }
     if (amount & TL_LOCK_BARGE) {
-      r = tl__write_release_locked(b, aword, v, amount);
+      r = tl__barge_release_locked(b, aword, v, TL_GATE_WRITE, amount);
       break;
     }
     atomic_fetch_and(aword, TL_GATE_WAITERS | TL_LOCK_WOKEN);

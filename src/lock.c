@@ -85,17 +85,11 @@ tl__barge_yield(tl_bucket_t *b, tl_waiter_t *w)
   w->woken = 0;
   for (;;) {
     uint32_t owner = tl__owner_of(w, v);
+    int take = owner == TL_LOCK_PASSING;
 
-    if (owner == TL_LOCK_PASSING) {
-      if (!atomic_compare_exchange_weak(
-              word, &v,
-              (v & ~(TL_LOCK_WOKEN | tl__owner_mask(w))) |
-                  tl__held_by(w, w->lock_id)))
-        continue;
-      return TL_RESULT_ACQUIRED;
-    }
-    if ((owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) ||
-        tl__readers_of(w, v) != 0) {
+    if (!take &&
+        ((owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) ||
+         tl__readers_of(w, v) != 0)) {
       if (!atomic_compare_exchange_weak(word, &v,
                                         (v & ~TL_LOCK_WOKEN) | TL_GATE_WAITERS))
         continue;
@@ -116,6 +110,10 @@ tl__barge_yield(tl_bucket_t *b, tl_waiter_t *w)
       /* Still free: the woken waiter takes it, whether or not its own
        * request may barge (a thread's later write requests may not), since
        * nobody else is woken to take it. */
+      take = 1;
+    }
+    if (take) {
+      /* Passed to this waiter, or free: take it. */
       if (!atomic_compare_exchange_weak(
               word, &v,
               (v & ~(TL_LOCK_WOKEN | tl__owner_mask(w))) |
@@ -137,14 +135,8 @@ int
 tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t v;
+  int32_t v = atomic_load(word);
 
-  if (w->woken) {
-    int r = tl__barge_yield(b, w);
-    if (r != 0)
-      return r;
-  }
-  v = atomic_load(word);
   for (;;) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
 
@@ -194,59 +186,42 @@ tl__lock_wake(tl_bucket_t *b, _Atomic int32_t *word, tl_waiter_t *first)
   tl__finish(first, TL_NOTIFIED);
 }
 
-/* Releases the lock word `word`, read as `v` and owned by the caller.
- * Expects b->lock. While the word has an owner only the owner and the core
- * under this lock change it, so plain stores cannot lose an update. */
+/* Releases a barging word (`gate` TL_GATE_LOCK: a lock word; TL_GATE_WRITE:
+ * a read-write lock word held by a writer), read as `v` and owned by the
+ * caller. Expects b->lock. While the word has an owner only the owner and
+ * the core under this lock change it, so plain stores cannot lose an
+ * update. */
 int
-tl__lock_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
-                        uint32_t amount)
+tl__barge_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
+                         int gate, uint32_t amount)
 {
   tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
+  int32_t passing =
+      gate == TL_GATE_LOCK ? TL_LOCK_PASSING : TL_RW_WRITER | TL_LOCK_PASSING;
 
   if (first == NULL) {
     /* A woken waiter may still be on its way; its bit stays. If the
      * owner's slice is over, the word waits for that waiter (LOCK_PASSING),
      * so that running threads cannot take it first. */
     if ((amount & TL_LOCK_HANDOFF) && (v & TL_LOCK_WOKEN))
-      atomic_store(word, TL_LOCK_WOKEN | TL_LOCK_PASSING);
+      atomic_store(word, TL_LOCK_WOKEN | passing);
     else
       atomic_store(word, v & TL_LOCK_WOKEN);
   } else if (!(amount & TL_LOCK_BARGE) || (amount & TL_LOCK_HANDOFF) ||
+             first->gate == TL_GATE_READ ||
              tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
     /* Direct hand-off: the word never becomes free while `first` waits,
-     * so nobody can barge in. In the FIFO mode this is every release. */
-    tl__unlink(b, first);
-    tl__grant(b, first, 0);
+     * so nobody can barge in; in the FIFO mode this is every release.
+     * Readers at the head of a read-write lock's queue enter together. */
+    if (gate == TL_GATE_LOCK) {
+      tl__unlink(b, first);
+      tl__grant(b, first, 0);
+    } else {
+      atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
+      tl__rw_pass(b, (uintptr_t)word, 0);
+    }
   } else if (v & TL_LOCK_WOKEN) {
     /* Somebody is already on the way: free the word and wake nobody. */
-    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
-  } else {
-    atomic_store(word, TL_GATE_WAITERS);
-    tl__lock_wake(b, word, first);
-  }
-  return 0;
-}
-
-/* Releases the write lock of the read-write lock word `word`, read as `v`
- * and held by the caller, in the barging mode (see tl__lock_release_locked:
- * the same policy for writers). Readers at the head of the queue are always
- * granted together, in order. Expects b->lock. */
-int
-tl__write_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
-                         uint32_t amount)
-{
-  tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
-
-  if (first == NULL) {
-    if ((amount & TL_LOCK_HANDOFF) && (v & TL_LOCK_WOKEN))
-      atomic_store(word, TL_LOCK_WOKEN | TL_RW_WRITER | TL_LOCK_PASSING);
-    else
-      atomic_store(word, v & TL_LOCK_WOKEN);
-  } else if (first->gate == TL_GATE_READ || (amount & TL_LOCK_HANDOFF) ||
-             tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
-    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
-    tl__rw_pass(b, (uintptr_t)word, 0);
-  } else if (v & TL_LOCK_WOKEN) {
     atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
   } else {
     atomic_store(word, TL_GATE_WAITERS);

@@ -62,12 +62,10 @@ int tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v);
 /* lock.c: the barging policy of locks and of writers, each with b->lock
  * held. */
 int tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self);
-int tl__lock_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
-                            uint32_t amount);
 void tl__lock_abandon_wake(tl_bucket_t *b, tl_waiter_t *w);
 int tl__barge_yield(tl_bucket_t *b, tl_waiter_t *w);
-int tl__write_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
-                             uint32_t amount);
+int tl__barge_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
+                             int gate, uint32_t amount);
 void tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died);
 void tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died);
 void tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w);
