@@ -11,7 +11,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker } = require('worker_threads')
 const { AsyncLock } = require('..')
-const { within, until, sleep } = require('./fixtures/threads')
+const { within, until, sleep, finished } = require('./fixtures/threads')
 
 const WORKER = path.join(__dirname, 'fixtures', 'policy-worker.js')
 
@@ -19,13 +19,7 @@ const WORKER = path.join(__dirname, 'fixtures', 'policy-worker.js')
 // has exited; every listener is attached before a worker can post or exit.
 function startWorkers (lock, shared, n, rounds, style, jitter) {
   return Array.from({ length: n }, () => {
-    const w = new Worker(WORKER, { workerData: { handle: lock.handle, shared, rounds, style, jitter } })
-    return new Promise((resolve, reject) => {
-      let report
-      w.once('message', (m) => { report = m })
-      w.once('error', reject)
-      w.once('exit', (code) => report ? resolve(report) : reject(new Error(`worker exited (${code}) without a report`)))
-    })
+    return finished(new Worker(WORKER, { workerData: { handle: lock.handle, shared, rounds, style, jitter } }))
   })
 }
 

@@ -8,25 +8,10 @@ const assert = require('assert')
 const path = require('path')
 const { Worker } = require('worker_threads')
 const { AsyncLock, LockError } = require('..')
+const { finished } = require('./fixtures/threads')
 
 const WORKER = path.join(__dirname, 'fixtures', 'throughput-worker.js')
 const { asyncIncrement } = require(WORKER)
-
-// Resolves with the worker's report once it has exited. Every listener is
-// attached as soon as the worker is created: a worker can post its report and
-// exit before the main thread awaits anything, and an 'exit' emitted before
-// its listener exists is never seen again.
-function finished (worker) {
-  return new Promise((resolve, reject) => {
-    let report
-    worker.once('message', (m) => { report = m })
-    worker.once('error', reject)
-    worker.once('exit', (code) => {
-      if (report === undefined) reject(new Error(`a worker exited (code ${code}) without a report`))
-      else resolve(report)
-    })
-  })
-}
 
 describe('AsyncLock default policy', () => {
   it('is the default; { fifo: true } picks strict FIFO, and the handle carries the choice', () => {

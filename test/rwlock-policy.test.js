@@ -9,19 +9,13 @@ const assert = require('assert')
 const path = require('path')
 const { Worker } = require('worker_threads')
 const { RWLock } = require('..')
-const { within, until } = require('./fixtures/threads')
+const { within, until, finished } = require('./fixtures/threads')
 
 const WORKER = path.join(__dirname, 'fixtures', 'rw-policy-worker.js')
 
 function startWorkers (rw, shared, n, rounds, style) {
   return Array.from({ length: n }, () => {
-    const w = new Worker(WORKER, { workerData: { handle: rw.handle, shared, rounds, style } })
-    return new Promise((resolve, reject) => {
-      let report
-      w.once('message', (m) => { report = m })
-      w.once('error', reject)
-      w.once('exit', (code) => report ? resolve(report) : reject(new Error(`worker exited (${code}) without a report`)))
-    })
+    return finished(new Worker(WORKER, { workerData: { handle: rw.handle, shared, rounds, style } }))
   })
 }
 
