@@ -83,6 +83,26 @@ tl__keep(napi_env env, tl_env_t *e, napi_value ta, const void **base)
 }
 
 void
+tl__keep_more(tl_env_t *e, const void *base)
+{
+  tl_keep_t *k = *tl__keep_slot(e, base);
+
+  if (k != NULL)
+    k->count++;
+}
+
+void
+tl__unkeep_ta(napi_env env, tl_env_t *e, napi_value ta)
+{
+  void *data;
+  size_t offset;
+
+  if (napi_get_typedarray_info(env, ta, NULL, NULL, &data, NULL, &offset) ==
+      napi_ok)
+    tl__unkeep(e, (const char *)data - offset);
+}
+
+void
 tl__unkeep(tl_env_t *e, const void *base)
 {
   tl_keep_t **p = tl__keep_slot(e, base), *k = *p;

@@ -141,6 +141,13 @@ void tl__probe_init(tl_env_t *e, tl_probe_t *probe);
 int tl__keep(napi_env env, tl_env_t *e, napi_value ta, const void **base);
 void tl__unkeep(tl_env_t *e, const void *base);
 
+/* One more count on a buffer kept already (a pending read request that was
+ * granted keeps it for as long as the read lock is held), and one less on
+ * the buffer under `ta`. A read lock keeps its buffer alive so that a
+ * thread that dies holding it can give it back (rwlock.c). Env thread. */
+void tl__keep_more(tl_env_t *e, const void *base);
+void tl__unkeep_ta(napi_env env, tl_env_t *e, napi_value ta);
+
 /* ready.c. Any thread; takes ownership of `n` and queues it for its env's
  * thread (one threadsafe call per batch). Expects no ready_lock. */
 void tl__make_ready(tl_async_t *n);

@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 
 out=test/c/build
-core="src/table.c src/gates.c src/lock.c src/owners.c src/names.c src/heap.c src/alloc.c"
+core="src/table.c src/gate_queue.c src/gates.c src/lock.c src/rwlock.c src/sem.c src/owners.c src/names.c src/heap.c src/alloc.c"
 variants=${TL_VARIANTS:-plain tsan asan}
 
 # CI starts from a fresh machine; install only what is missing.
