@@ -18,8 +18,9 @@
  *   - at most one exclusive holder, and none beside readers;
  *   - the word's owner field names the holder (or is free, or passed to a
  *     woken waiter), and its reader count matches the simulated readers;
- *   - a woken waiter gives its LOCK_WOKEN bit back: with no request woken
- *     the bit is clear, and at most one request is woken at a time;
+ *   - LOCK_WOKEN says that a woken waiter is on its way: the bit is set
+ *     while a request is woken and clear otherwise (a woken waiter gives
+ *     it back), and at most one request is woken at a time;
  *   - a free word with queued waiters has a woken waiter on its way;
  *   - a dead owner's lock is taken over only with OWNER_DIED said;
  * at quiescence (nobody can move) no request still sleeps; and at the end
@@ -34,7 +35,8 @@
  * that replays are exact and the 1 ms starvation threshold passes only when
  * a script says so (the `tick` operation).
  *
- * A failing scenario prints its shortest failing schedule. Environment:
+ * A failing scenario prints, for each kind of violation it found, the
+ * shortest schedule that shows it. Environment:
  *   TL_SCENARIO=a,b          run only these scenarios
  *   TL_EXPECT_BUG=1          succeed only if every scenario run finds a
  *                            violation (to show a counterexample)
@@ -46,24 +48,25 @@
 #include "test.h"
 
 #define IL_MAX_THREADS 3
-#define IL_JANITOR                                                             \
-  (IL_MAX_THREADS + 1) /* the id that cleans up a dead                         \
-                          owner's word at the end */
+/* The id of the thread that takes over a dead owner's word at the end. */
+#define IL_JANITOR (IL_MAX_THREADS + 1)
 #define IL_MAX_OPS 6
 #define IL_MAX_DEPTH 128
 #define IL_NOTE_MAX 4096
+#define IL_MAX_KINDS 8
 
 /* The default preemption bound. The plain and AddressSanitizer builds
  * explore every schedule of these scenarios (about 2 s); under
  * ThreadSanitizer every mutex operation is slow and the core's table-wide
  * scan at each thread death costs a thousand of them, so that build stops
- * at three preemptions (the bugs found so far need at most two). */
+ * at four preemptions (about 5 s; every violation found so far shows with
+ * four, most with two). */
 #define IL_UNBOUNDED 1000
 #if defined(__SANITIZE_THREAD__)
-#define IL_DEFAULT_PREEMPTIONS 3
+#define IL_DEFAULT_PREEMPTIONS 4
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define IL_DEFAULT_PREEMPTIONS 3
+#define IL_DEFAULT_PREEMPTIONS 4
 #endif
 #endif
 #ifndef IL_DEFAULT_PREEMPTIONS
@@ -214,6 +217,7 @@ static struct {
   int32_t word;            /* zeroed at the start of every execution */
   int dead_owner_reported; /* an OWNER_DIED since the last holder died */
   int violated;
+  const char *violation_kind;
   char violation[1024];
   int verbose; /* print every step (the replay of a counterexample) */
   char note[IL_NOTE_MAX]; /* what the step did */
@@ -227,8 +231,14 @@ static struct {
   int depth_bound;
   unsigned long executions;
   unsigned long truncated;
-  int best_len; /* the shortest violating schedule, or -1 */
-  il_choice_t best[IL_MAX_DEPTH];
+  /* The shortest violating schedule of each kind of violation (the format
+   * of its message), in the order they were found. */
+  struct {
+    const char *kind;
+    int len;
+    il_choice_t schedule[IL_MAX_DEPTH];
+  } found[IL_MAX_KINDS];
+  int nfound;
   unsigned long violations;
 } il;
 
@@ -279,6 +289,7 @@ il_violation(const char *fmt, ...)
   if (il.violated)
     return;
   il.violated = 1;
+  il.violation_kind = fmt;
   va_start(ap, fmt);
   vsnprintf(il.violation, sizeof(il.violation), fmt, ap);
   va_end(ap);
@@ -673,8 +684,7 @@ il_core_die(il_thread_t *t)
 /* END OF THE PROTOCOL SECTION. */
 /* ====================================================================== */
 
-/* The holder of the word's exclusive side (a dead thread counts while the
- * word still names it), after the bookkeeping of dead holders. */
+/* The invariants, after every step (see the top of the file). */
 static void
 il_check_state(void)
 {
@@ -735,6 +745,11 @@ il_check_state(void)
   if (woken == 0 && (v & TL_LOCK_WOKEN))
     il_violation("LOCK_WOKEN is set but no request is woken: the bit was "
                  "never given back, so releases wake nobody (%s)",
+                 ws);
+  if (woken > 0 && !(v & TL_LOCK_WOKEN))
+    il_violation("a request is woken but LOCK_WOKEN is clear: the next "
+                 "release will wake another waiter and the fast paths see "
+                 "nobody on the way (%s)",
                  ws);
   if (woken > 1)
     il_violation("%d requests are woken at once", woken);
@@ -869,10 +884,24 @@ il_step(il_thread_t *t)
     }
     return;
   case IL_TRY:
-    if (il_js_fast_acquire(t, gate, t->req == IL_REQ_NONE)) {
+    /* A thread with a request of its own waiting does not barge: RWLock
+     * for its writes (#writeFlags); AsyncLock does not even try (its
+     * ThreadQueue), and its core probe must then fail on its own. */
+    if (il_js_fast_acquire(
+            t, gate,
+            t->req == IL_REQ_NONE ||
+                (gate == TL_GATE_WRITE && t->req_gate != TL_GATE_WRITE))) {
       il_note("fast path takes it");
       il_hold(t, gate, 0);
       t->pc++;
+      /* The word must show a queued or woken request (its bits), so that
+       * this compare-exchange cannot succeed beside it. */
+      if (t->req == IL_REQ_QUEUED || il_woken(t))
+        il_violation("a sync %s request of T%d took the word on the fast "
+                     "path while T%d's own %s request is %s: expected "
+                     "EDEADLK",
+                     il_gate_str(gate), t->n, t->n, il_gate_str(t->req_gate),
+                     t->req == IL_REQ_QUEUED ? "queued" : "woken");
     } else {
       il_note("fast path fails");
       t->cont = IL_CONT_TRY;
@@ -1135,15 +1164,24 @@ il_explore(void)
   il.executions = 0;
   il.truncated = 0;
   il.violations = 0;
-  il.best_len = -1;
+  il.nfound = 0;
   for (;;) {
     int len = il_execute(prefix);
 
     if (il.violated) {
+      int k = 0;
       il.violations++;
-      if (il.best_len < 0 || len < il.best_len) {
-        il.best_len = len;
-        memcpy(il.best, il.stack, sizeof(il.best[0]) * (size_t)len);
+      while (k < il.nfound && il.found[k].kind != il.violation_kind)
+        k++;
+      if (k == il.nfound && k < IL_MAX_KINDS) {
+        il.nfound++;
+        il.found[k].kind = il.violation_kind;
+        il.found[k].len = IL_MAX_DEPTH + 1;
+      }
+      if (k < il.nfound && len < il.found[k].len) {
+        il.found[k].len = len;
+        memcpy(il.found[k].schedule, il.stack,
+               sizeof(il.stack[0]) * (size_t)len);
       }
     }
     while (len > 0 && il.stack[len - 1].c + 1 >= il.stack[len - 1].n)
@@ -1155,15 +1193,17 @@ il_explore(void)
   }
 }
 
-/* Replays the shortest violating schedule, printing every step. */
+/* Replays the shortest violating schedule of kind `k`, printing every
+ * step. */
 static void
-il_print_counterexample(void)
+il_print_counterexample(int k)
 {
-  memcpy(il.stack, il.best, sizeof(il.best[0]) * (size_t)il.best_len);
+  int len = il.found[k].len;
+
+  memcpy(il.stack, il.found[k].schedule, sizeof(il.stack[0]) * (size_t)len);
   il.verbose = 1;
-  printf("  counterexample (%d steps; scripts: %s):\n", il.best_len,
-         il.sc->script);
-  il_execute(il.best_len);
+  printf("  counterexample (%d steps; scripts: %s):\n", len, il.sc->script);
+  il_execute(len);
   il.verbose = 0;
   printf("  violation: %s\n",
          il.violated ? il.violation : "(not reproduced on replay)");
@@ -1229,13 +1269,16 @@ main(int argc, char **argv)
     secs = (double)(t1.tv_sec - t0.tv_sec) +
            (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("%s %-17s %8lu executions%s %6.2fs  %s\n",
-           il.best_len < 0 ? "ok  " : "FAIL", sc->name, il.executions,
+           il.nfound == 0 ? "ok  " : "FAIL", sc->name, il.executions,
            il.truncated ? " (some cut at the depth bound)" : "", secs,
            sc->what);
-    if (il.best_len >= 0) {
+    if (il.nfound > 0) {
       failed++;
-      printf("  %lu violating execution(s)\n", il.violations);
-      il_print_counterexample();
+      printf("  %lu of the executions break the protocol, in %d way(s); "
+             "the shortest of each:\n",
+             il.violations, il.nfound);
+      for (int k = 0; k < il.nfound; k++)
+        il_print_counterexample(k);
     }
     fflush(stdout);
   }
