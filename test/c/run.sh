@@ -6,7 +6,7 @@
 #
 # Usage: test/c/run.sh [test ...]     (default: every test/c/*.c)
 # Environment: TL_VARIANTS (default "plain tsan asan"), CC (plain build),
-# and the tests' own settings (TL_STRESS_N, TL_SEED, ...).
+# and the tests' own settings (TL_STRESS_N, TL_SEED, TL_SCENARIO, ...).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 
