@@ -79,7 +79,7 @@
 
 /* Each reading moves the clock on, so that the core's courtesy wait (which
  * watches the clock for TL_LOCK_COURTESY_NS) ends after a few readings, and
- * a request never starves (TL_LOCK_STARVING_NS) within the few hundred
+ * a request never starves (TL_POLICY_STARVING_NS) within the few hundred
  * readings of an execution unless a `tick` moves the clock by that much. */
 #define IL_CLOCK_STEP_NS 100
 #define IL_CLOCK_START_NS UINT64_C(1000000000)
@@ -99,14 +99,16 @@ uv_hrtime(void)
 enum { IL_WORD_LOCK, IL_WORD_RW };
 
 typedef enum {
-  IL_ACQ,     /* acquire and wait: fast path, then the core */
-  IL_REL,     /* release within the slice */
-  IL_REL_END, /* release at the end of the slice (hand-off) */
-  IL_TRY,     /* a sync request with timeout 0: fast path, then the core */
-  IL_ABORT,   /* the request's signal fires: tl_cancel(CANCELLED) */
-  IL_TIMEOUT, /* the request's timer fires: tl_cancel(TIMED_OUT) */
-  IL_DIE,     /* the thread is terminated */
-  IL_TICK     /* TL_LOCK_STARVING_NS pass */
+  IL_ACQ,      /* acquire and wait: fast path, then the core */
+  IL_REL,      /* release within the slice */
+  IL_REL_END,  /* release at the end of the slice (hand-off) */
+  IL_REL_KEEP, /* release to the thread's own next request (LOCK_KEEP):
+                  kept, or released and the next request queues */
+  IL_TRY,      /* a sync request with timeout 0: fast path, then the core */
+  IL_ABORT,    /* the request's signal fires: tl_cancel(CANCELLED) */
+  IL_TIMEOUT,  /* the request's timer fires: tl_cancel(TIMED_OUT) */
+  IL_DIE,      /* the thread is terminated */
+  IL_TICK      /* TL_POLICY_STARVING_NS pass */
 } il_op_kind_t;
 
 typedef struct {
@@ -137,7 +139,7 @@ static const il_scenario_t il_scenarios[] = {
   { "lock-timeout", IL_WORD_LOCK, "acq relh | acq tmo rel | acq rel",
     "a timeout withdraws a request that was not granted" },
   { "lock-die-woken", IL_WORD_LOCK, "acq rel acq relh | acq die | acq rel",
-    "a thread dies queued, woken, passed the word or holding" },
+    "a thread dies queued, woken, handed the lock while woken, or holding" },
   { "lock-die-holding", IL_WORD_LOCK, "acq die | acq rel acq rel | acq rel",
     "a holder dies; the next one takes over with OWNER_DIED" },
   { "lock-probe", IL_WORD_LOCK, "acq rel | acq try rel | acq rel",
@@ -148,8 +150,9 @@ static const il_scenario_t il_scenarios[] = {
     "readers share, a writer excludes them" },
   { "rw-die-woken", IL_WORD_RW, "acqW relW | acqW die | acqW relW",
     "a writer dies while its request is woken (issue 18, bug 1)" },
-  { "rw-die-passing", IL_WORD_RW, "acqW relW acqW relhW | acqW die | acqR relR",
-    "a writer dies while the word is passed to it (issue 18, bug 1)" },
+  { "rw-die-handed", IL_WORD_RW, "acqW relW acqW relhW | acqW die | acqR relR",
+    "a writer dies while a slice end hands it the lock as it is woken (bug "
+    "1)" },
   { "rw-die-holding", IL_WORD_RW, "acqW die | acqW relW | acqR relR",
     "a writer dies holding; the next one takes over with OWNER_DIED" },
   { "rw-abort", IL_WORD_RW, "acqW relW | acqW abort relW | acqR relR",
@@ -158,6 +161,24 @@ static const il_scenario_t il_scenarios[] = {
     "a queued reader times out while writers come and go" },
   { "rw-probe", IL_WORD_RW, "acqW relW | acqW tryW relW | acqW relW",
     "a sync write request beside the thread's own one: EDEADLK (bug 7)" },
+  { "lock-keep", IL_WORD_LOCK, "acq relk relk rel | acq rel | acq abort rel",
+    "the holder passes the lock to its own next requests while others wait" },
+  { "lock-keep-starving", IL_WORD_LOCK, "acq tick relk tick relk rel | acq rel",
+    "a waiter that waited 1 ms gets the lock at the holder's next release, "
+    "also one that would keep it for the holder's own request (bug 4)" },
+  { "lock-starving-barger", IL_WORD_LOCK,
+    "acq rel acq tick rel | acq rel | acq rel",
+    "a barging holder's release hands the lock to a starving woken waiter" },
+  { "rw-keep-starving", IL_WORD_RW,
+    "acqW tick relkW relW | acqW relW | acqR relR",
+    "a writer's keep while a waiter starves hands the write lock over" },
+  { "rw-die-reading", IL_WORD_RW, "acqR die | acqW relW | acqR relR",
+    "a reader dies holding a read lock: given back, the next writer is told "
+    "(issue 18, bug 12)" },
+  { "rw-die-reading-queued", IL_WORD_RW,
+    "acqR acqR die | acqW relW | acqR relR",
+    "a reader dies with a read lock and a read request queued behind a "
+    "writer" },
 };
 
 #define IL_SCENARIO_COUNT (sizeof(il_scenarios) / sizeof(il_scenarios[0]))
@@ -177,6 +198,7 @@ typedef enum {
   IL_CONT_ACQ,     /* the fast path failed; the core request comes next */
   IL_CONT_TRY,     /* the same for a sync request */
   IL_CONT_RELEASE, /* the compare-exchange release did not apply */
+  IL_CONT_KEEP,    /* a LOCK_KEEP release goes to the core next */
 } il_cont_t;
 
 typedef struct {
@@ -194,6 +216,7 @@ typedef struct {
   int req_gate;      /* its gate */
   int excl;          /* delivered lock or write holds (0 or 1) */
   int reads;         /* delivered read holds */
+  int req_ticks;     /* il.ticks when its request queued */
 } il_thread_t;
 
 typedef struct {
@@ -216,6 +239,8 @@ static struct {
   int registered[IL_JANITOR + 1];
   int32_t word;            /* zeroed at the start of every execution */
   int dead_owner_reported; /* an OWNER_DIED since the last holder died */
+  int ticks;               /* IL_TICKs so far in this execution */
+  int reader_died;         /* a reader died holding; no writer told yet */
   int violated;
   const char *violation_kind;
   char violation[1024];
@@ -310,9 +335,7 @@ il_name(uint32_t id, char *buf, size_t size)
 {
   il_thread_t *t = il_thread_of_id(id);
 
-  if (id == TL_LOCK_PASSING)
-    snprintf(buf, size, "passing");
-  else if (id == IL_JANITOR)
+  if (id == IL_JANITOR)
     snprintf(buf, size, "J");
   else if (t != NULL)
     snprintf(buf, size, "T%d%s", t->n, t->alive ? "" : "(dead)");
@@ -392,12 +415,13 @@ il_exclusive(int gate)
   return gate == TL_GATE_LOCK || gate == TL_GATE_WRITE;
 }
 
-/* Whether the thread's request was settled without a grant and has not
- * tried again yet: it owes the word its LOCK_WOKEN bit. */
+/* Whether the thread's request was woken to compete and has not tried yet
+ * (it stays queued, WOKEN, until it does): it owes the word its LOCK_WOKEN
+ * bit. A woken request may be granted before it tries. */
 static int
 il_woken(const il_thread_t *t)
 {
-  return t->req == IL_REQ_SETTLED && !t->w.granted;
+  return t->req == IL_REQ_SETTLED && atomic_load(&t->w.state) == TL_WOKEN;
 }
 
 /* What a thread holds: its delivered holds and a grant on its way to it. */
@@ -415,12 +439,20 @@ il_reads_of(const il_thread_t *t)
                      t->req_gate == TL_GATE_READ);
 }
 
-/* Counts a hold the thread was just given (ACQUIRED or OWNER_DIED). */
+/* Counts a hold the thread was just given (ACQUIRED or OWNER_DIED). A
+ * writer that takes the word after a reader died holding it must be told. */
 static void
 il_hold(il_thread_t *t, int gate, int owner_died)
 {
   if (owner_died)
     il.dead_owner_reported = 1;
+  if (gate == TL_GATE_WRITE && il.reader_died) {
+    il.reader_died = 0;
+    if (!owner_died)
+      il_violation("T%d took the write lock after a reader died holding a "
+                   "read lock, without OWNER_DIED",
+                   t->n);
+  }
   if (il_exclusive(gate))
     t->excl++;
   else
@@ -466,28 +498,33 @@ il_own(const il_thread_t *t, int gate)
                               : (int32_t)(TL_RW_WRITER | t->id);
 }
 
+static int
+il_word_died(int gate)
+{
+  int32_t v = atomic_load(IL_WORD);
+
+  return (v & (gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : TL_RW_OWNER_DIED)) !=
+         0;
+}
+
 static int32_t
 il_owner_mask(int gate)
 {
   return gate == TL_GATE_LOCK ? TL_LOCK_ID_MASK : TL_RW_WRITER | TL_RW_MASK;
 }
 
-/* lib/LockWord.js fast() and lib/RWLock.js #fastRead(): one
- * compare-exchange on the word as it is now. Returns 1 when it took the
- * word. `barge`: a lock word or a writer may take a word without an owner
- * while waiters are queued (RWLock: unless the thread's own write request
- * waits). */
+/* lib/LockWord.js fast(): one compare-exchange on the word as it is now.
+ * Returns 1 when it took the word. `barge`: a lock word or a writer may
+ * take a word without an owner while waiters are queued (RWLock: unless
+ * the thread's own write request waits). Readers have no fast path: the
+ * core counts them per thread (src/rwlock.c). */
 static int
 il_js_fast_acquire(il_thread_t *t, int gate, int barge)
 {
   int32_t v = atomic_load(IL_WORD);
 
-  if (gate == TL_GATE_READ) {
-    if (!(v & (TL_GATE_WAITERS | TL_RW_WRITER)) &&
-        (v & TL_RW_MASK) < TL_RW_MASK)
-      return atomic_compare_exchange_strong(IL_WORD, &v, v + 1);
+  if (gate == TL_GATE_READ)
     return 0;
-  }
   if (v == 0)
     return atomic_compare_exchange_strong(IL_WORD, &v, il_own(t, gate));
   if (barge && (v & il_owner_mask(gate)) == 0)
@@ -495,34 +532,23 @@ il_js_fast_acquire(il_thread_t *t, int gate, int barge)
   return 0;
 }
 
-/* lib/LockWord.js unlock() and release(), lib/RWLock.js releaseRead(): the
- * compare-exchange release. Returns 1 when it freed the word; otherwise 0
- * and the amount of the core release that must follow. */
+/* lib/LockWord.js unlock(): the compare-exchange release, only of a word
+ * that is exactly the thread's own id. Returns 1 when it freed the word;
+ * otherwise 0 and the amount of the core release that must follow (with
+ * LOCK_HANDOFF when the thread's slice is over). Readers always release
+ * through the core. */
 static int
 il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
 {
   int32_t v = atomic_load(IL_WORD);
-  int32_t waiting = TL_GATE_WAITERS | TL_LOCK_WOKEN;
-  int32_t died = gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : 0;
 
   if (gate == TL_GATE_READ) {
     *amount = 0;
-    if (!(v & (TL_GATE_WAITERS | TL_RW_WRITER)) && (v & TL_RW_MASK) > 0)
-      return atomic_compare_exchange_strong(IL_WORD, &v, v - 1);
     return 0;
   }
-  *amount = TL_LOCK_BARGE;
+  *amount = TL_LOCK_BARGE | (slice_over ? TL_LOCK_HANDOFF : 0);
   if (v == il_own(t, gate))
     return atomic_compare_exchange_strong(IL_WORD, &v, 0);
-  if (v & died)
-    return 0;
-  if ((v & waiting) && slice_over) {
-    *amount = TL_LOCK_BARGE | TL_LOCK_HANDOFF;
-    return 0;
-  }
-  if (!(v & TL_GATE_WAITERS) || (v & TL_LOCK_WOKEN))
-    return atomic_compare_exchange_strong(IL_WORD, &v,
-                                          v & ~il_owner_mask(gate));
   return 0;
 }
 
@@ -549,6 +575,7 @@ il_core_request(il_thread_t *t, int gate)
   tl_waiter_init_async(&t->w, il_settle);
   t->req = IL_REQ_CALLING;
   t->req_gate = gate;
+  t->req_ticks = il.ticks;
   r = tl_gate_acquire_async(&t->w, &il.word, gate, t->id,
                             il_request_amount(t, gate));
   il_note("core acquire_async -> %s", il_result_str(r));
@@ -566,7 +593,8 @@ il_core_request(il_thread_t *t, int gate)
 }
 
 /* The settle reaches the thread (src/ready.c): a grant is the thread's; a
- * wake without one competes again (tl_gate_retry_async). */
+ * woken request competes (tl_gate_retry_async), which also finds a grant
+ * that a release made to it while it was on its way. */
 static void
 il_core_deliver(il_thread_t *t)
 {
@@ -648,9 +676,41 @@ il_core_try(il_thread_t *t, int gate)
                  t->req == IL_REQ_QUEUED ? "queued" : "woken");
 }
 
+/* Whether another thread's request has waited TL_POLICY_STARVING_NS: a
+ * tick passed since it queued, and it is still queued or woken. */
+static int
+il_starving(const il_thread_t *t)
+{
+  for (int i = 0; i < il.nthreads; i++) {
+    const il_thread_t *o = &il.t[i];
+    if (o != t && o->alive && (o->req == IL_REQ_QUEUED || il_woken(o)) &&
+        o->req_ticks < il.ticks)
+      return 1;
+  }
+  return 0;
+}
+
+/* The bound the README promises: a release (of the lock or a write lock,
+ * also one that would keep it for the thread's own next request) while a
+ * waiter starves hands the lock over; it never frees it or keeps it. */
+static void
+il_check_starving_release(il_thread_t *t, int gate, int starving, int kept)
+{
+  int32_t v = atomic_load(IL_WORD);
+  int free = gate == TL_GATE_LOCK
+                 ? (v & TL_LOCK_ID_MASK) == 0
+                 : !(v & TL_RW_WRITER) && (v & TL_RW_MASK) == 0;
+
+  if (starving && (kept || free))
+    il_violation("T%d's release %s the lock while another request had "
+                 "waited 1 ms: it must hand it over",
+                 t->n, kept ? "kept" : "freed");
+}
+
 static void
 il_core_release(il_thread_t *t, int gate, uint32_t amount)
 {
+  int starving = gate != TL_GATE_READ && il_starving(t);
   int r = tl_gate_release(&il.word, gate, t->id, amount);
 
   il_note("core release%s -> %s", amount & TL_LOCK_HANDOFF ? " (handoff)" : "",
@@ -658,6 +718,24 @@ il_core_release(il_thread_t *t, int gate, uint32_t amount)
   if (r != 0)
     il_violation("T%d's %s release returned %s", t->n, il_gate_str(gate),
                  il_result_str(r));
+  il_check_starving_release(t, gate, starving, 0);
+}
+
+/* lib/AsyncLock.js unlock() with a request of its own queued: LockWord.keep,
+ * a compare-free check while nobody waits, the core otherwise. Returns 1 if
+ * the thread keeps the lock. */
+static int
+il_core_keep(il_thread_t *t, int gate)
+{
+  int starving = il_starving(t);
+  int r = tl_gate_release(&il.word, gate, t->id, TL_LOCK_BARGE | TL_LOCK_KEEP);
+
+  il_note("core release (keep) -> %s",
+          r == TL_RESULT_ACQUIRED ? "kept" : il_result_str(r));
+  if (r != 0 && r != TL_RESULT_ACQUIRED)
+    il_violation("T%d's keep returned %s", t->n, il_result_str(r));
+  il_check_starving_release(t, gate, starving, r == TL_RESULT_ACQUIRED);
+  return r == TL_RESULT_ACQUIRED;
 }
 
 /* Thread death, as src/env.c tears an env down: each request is cancelled,
@@ -676,6 +754,10 @@ il_core_die(il_thread_t *t)
     t->req = IL_REQ_NONE;
   }
   t->alive = 0;
+  /* The core gives a dead reader's read locks back (src/rwlock.c). */
+  if (t->reads != 0)
+    il.reader_died = 1;
+  t->reads = 0;
   tl_thread_unregister(t->id);
   il.registered[t->id] = 0;
   il_note("unregister");
@@ -699,7 +781,13 @@ il_check_state(void)
   char a[32], ws[96];
 
   /* A dead holder stays in the word until somebody takes the lock over;
-   * that must be said (OWNER_DIED to the new owner). */
+   * that must be said (OWNER_DIED to the new owner). A grant on its way to
+   * a woken request says it in the request (no second settle). */
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (t->req == IL_REQ_SETTLED && t->w.granted && t->w.owner_died)
+      il.dead_owner_reported = 1;
+  }
   for (int i = 0; i < il.nthreads; i++) {
     il_thread_t *t = &il.t[i];
     if (!t->alive && t->excl && owner != t->id) {
@@ -732,13 +820,9 @@ il_check_state(void)
   if (holder != NULL && owner != holder->id)
     il_violation("T%d holds the %s but the word says %s", holder->n,
                  lock ? "lock" : "write lock", ws);
-  if (holder == NULL && owner != 0 && owner != TL_LOCK_PASSING)
+  if (holder == NULL && owner != 0)
     il_violation("the word names %s as the owner, who does not hold it (%s)",
                  il_name(owner, a, sizeof(a)), ws);
-  if (owner == TL_LOCK_PASSING && woken == 0)
-    il_violation("the word is passed to a woken waiter but none is woken: "
-                 "nobody can take it (%s)",
-                 ws);
   if (!lock && !(v & TL_RW_WRITER) && word_readers != reads)
     il_violation("%d reader(s) hold the lock but the word counts %d (%s)",
                  reads, word_readers, ws);
@@ -784,7 +868,8 @@ il_check_quiescent(void)
 static int
 il_waits_for_request(il_op_kind_t k)
 {
-  return k == IL_ACQ || k == IL_REL || k == IL_REL_END || k == IL_TICK;
+  return k == IL_ACQ || k == IL_REL || k == IL_REL_END || k == IL_REL_KEEP ||
+         k == IL_TICK;
 }
 
 /* Whether thread `t` has its next step enabled (not counting a delivery). */
@@ -824,6 +909,9 @@ il_op_str(const il_op_t *op)
     break;
   case IL_REL_END:
     snprintf(buf, sizeof(buf), "release%s (slice over)", g);
+    break;
+  case IL_REL_KEEP:
+    snprintf(buf, sizeof(buf), "release%s to own request", g);
     break;
   case IL_TRY:
     snprintf(buf, sizeof(buf), "sync try%s", g);
@@ -869,6 +957,16 @@ il_step(il_thread_t *t)
       t->reads--;
     il_core_release(t, gate, t->cont_arg);
     return;
+  case IL_CONT_KEEP:
+    if (il_core_keep(t, gate)) {
+      t->cont = IL_CONT_NONE;
+      t->pc++;
+      return;
+    }
+    /* Released: the thread's next request queues in the core. */
+    t->excl--;
+    t->cont = IL_CONT_ACQ;
+    return;
   case IL_CONT_NONE:
     break;
   }
@@ -876,7 +974,8 @@ il_step(il_thread_t *t)
   case IL_ACQ:
     if (il_js_fast_acquire(t, gate, 1)) {
       il_note("fast path takes it");
-      il_hold(t, gate, 0);
+      /* LockWord.ownerDied: the word's bit, kept while held. */
+      il_hold(t, gate, il_word_died(gate));
       t->pc++;
     } else {
       il_note("fast path fails");
@@ -892,7 +991,7 @@ il_step(il_thread_t *t)
             t->req == IL_REQ_NONE ||
                 (gate == TL_GATE_WRITE && t->req_gate != TL_GATE_WRITE))) {
       il_note("fast path takes it");
-      il_hold(t, gate, 0);
+      il_hold(t, gate, il_word_died(gate));
       t->pc++;
       /* The word must show a queued or woken request (its bits), so that
        * this compare-exchange cannot succeed beside it. */
@@ -927,6 +1026,20 @@ il_step(il_thread_t *t)
       t->cont_arg = amount;
     }
     return;
+  case IL_REL_KEEP:
+    if (t->excl == 0) {
+      il_note("holds nothing, skipped");
+      t->pc++;
+      return;
+    }
+    if (atomic_load(IL_WORD) == il_own(t, gate)) {
+      il_note("nobody waits: kept");
+      t->pc++;
+      return;
+    }
+    il_note("somebody waits: ask the core");
+    t->cont = IL_CONT_KEEP;
+    return;
   case IL_ABORT:
   case IL_TIMEOUT:
     t->pc++;
@@ -941,7 +1054,8 @@ il_step(il_thread_t *t)
     return;
   case IL_TICK:
     t->pc++;
-    il_clock += TL_LOCK_STARVING_NS;
+    il.ticks++;
+    il_clock += TL_POLICY_STARVING_NS;
     il_note("the clock moves on");
     return;
   }
@@ -1010,6 +1124,8 @@ il_parse(const il_scenario_t *sc)
       op.kind = IL_REL;
     else if (strcmp(tok, "relh") == 0)
       op.kind = IL_REL_END;
+    else if (strcmp(tok, "relk") == 0)
+      op.kind = IL_REL_KEEP;
     else if (strcmp(tok, "try") == 0)
       op.kind = IL_TRY;
     else if (strcmp(tok, "abort") == 0)
@@ -1023,7 +1139,7 @@ il_parse(const il_scenario_t *sc)
     else
       TL_TEST_FAIL("scenario %s: unknown operation %s", sc->name, tok);
     ASSERT((sc->kind == IL_WORD_LOCK) == (op.gate == TL_GATE_LOCK) ||
-           !il_waits_for_request((il_op_kind_t)op.kind));
+           !il_waits_for_request((il_op_kind_t)op.kind) || op.kind == IL_TICK);
     ASSERT_LT(il.t[n].nops, IL_MAX_OPS);
     il.t[n].ops[il.t[n].nops++] = op;
   }
@@ -1094,6 +1210,8 @@ il_execute(int prefix)
   il_parse(il.sc);
   il.word = 0;
   il_clock = IL_CLOCK_START_NS;
+  il.ticks = 0;
+  il.reader_died = 0;
   il.violated = 0;
   il.dead_owner_reported = 0;
   ASSERT_EQ(tl_waiter_count(&il.word), 0);
