@@ -18,7 +18,7 @@ const { TestWorker, cleanup, within, until, sleep, progress, progressDone, STRES
 const H = require('./fixtures/termination-hammer')
 
 const FIXTURE = require.resolve('./fixtures/termination-hammer')
-const ROUNDS = 12 * STRESS_SCALE
+const ROUNDS = 40 * STRESS_SCALE
 const POOL = 4
 const PERMITS = 9 // two deaths holding 3 each still leave room for any request
 const SETTLE_MS = 10000 // for requests of at most a few ms each, on a busy machine
@@ -35,17 +35,23 @@ const random = (n) => Math.floor(Math.random() * n)
  *   killable (slot) => whether the worker in `slot` may be terminated
  */
 class Stress {
-  constructor ({ kind, handle, forms, killable = () => true, name }) {
+  constructor ({ kind, handle, forms, killable = () => true, lanes = () => 1, name }) {
     const ids = ROUNDS * 3 + POOL * 2 + 8
     const shared = (n) => new Int32Array(new SharedArrayBuffer(4 * n))
     this.ctl = shared(H.CTL_LENGTH)
     this.arrays = {
-      reads: shared(ids), dying: shared(ids), held: shared(ids), current: shared(ids), done: shared(ids), ops: shared(ids)
+      reads: shared(ids),
+      dying: shared(ids),
+      held: shared(ids),
+      done: shared(ids),
+      current: shared(2 * ids), // by id and lane: the form in hand
+      ops: shared(2 * ids) // by id and lane: requests made
     }
     this.data = { ctl: this.ctl, ...this.arrays, kind, handle, fixture: FIXTURE }
     this.maxIds = ids
     this.forms = forms
     this.killable = killable
+    this.lanes = lanes
     this.name = name
     this.nextId = 0
     this.pool = [] // by slot
@@ -73,7 +79,7 @@ class Stress {
 
   start (w) {
     w.loop = w.tw.run((ctx, arg) => ctx.require(ctx.workerData.fixture).hammer(ctx, arg),
-      { id: w.id, forms: this.forms(w.slot), permits: PERMITS, name: this.name })
+      { id: w.id, forms: this.forms(w.slot), permits: PERMITS, name: this.name, lanes: this.lanes(w.slot) })
     w.loop.catch(() => {}) // a terminated worker's loop rejects; survivors are awaited
     return w
   }
@@ -85,8 +91,14 @@ class Stress {
     await w.tw.terminate()
   }
 
+  /** What worker `w` is doing now, for a watchdog's message. */
   where (w) {
-    return `worker ${w.id} (thread ${w.threadId}) in ${H.formName(Atomics.load(this.arrays.current, w.id))}`
+    const lane = (no) => H.formName(Atomics.load(this.arrays.current, 2 * w.id + no))
+    return `worker ${w.id} (thread ${w.threadId}) in ${lane(0)} | ${lane(1)}, ${this.ops(w)} requests`
+  }
+
+  ops (w) {
+    return Atomics.load(this.arrays.ops, 2 * w.id) + Atomics.load(this.arrays.ops, 2 * w.id + 1)
   }
 
   violations () {
@@ -143,13 +155,12 @@ class Stress {
     const newcomers = await Promise.all(fresh)
     for (const w of newcomers) running.push(this.start(w))
     const alive = this.pool
-    const before = alive.map((w) => Atomics.load(this.arrays.ops, w.id))
+    const before = alive.map((w) => this.ops(w))
     try {
-      await until(() => alive.every((w, j) => Atomics.load(this.arrays.ops, w.id) >= before[j] + 2),
+      await until(() => alive.every((w, j) => this.ops(w) >= before[j] + 2),
         `round ${r}: a worker made no progress after the terminations`, PROGRESS_MS)
     } catch (err) {
-      const stuck = alive.filter((w, j) => Atomics.load(this.arrays.ops, w.id) < before[j] + 2)
-      throw new Error(`${err.message}; stuck: ${stuck.map((w) => this.where(w)).join(', ')}; ${state()}`)
+      throw new Error(`${err.message}; ${alive.map((w) => this.where(w)).join('; ')}; ${state()}`)
     }
     Atomics.store(this.ctl, H.STOP, 1)
     const loops = alive.map((w) => w.loop)
@@ -157,8 +168,7 @@ class Stress {
       const stats = await within(Promise.all(loops), SETTLE_MS, `round ${r}: the survivors' requests did not settle`)
       stats.forEach((s) => this.tally(s))
     } catch (err) {
-      const stuck = alive.filter((w) => Atomics.load(this.arrays.current, w.id) !== 0)
-      throw new Error(`${err.message}; stuck: ${stuck.map((w) => this.where(w)).join(', ')}; ${state()}`)
+      throw new Error(`${err.message}; ${alive.map((w) => this.where(w)).join('; ')}; ${state()}`)
     }
     this.checkViolations(r)
     this.checkCount(r)
@@ -205,14 +215,16 @@ function formNames (set) {
 }
 
 describe('termination stress', function () {
-  this.timeout(Math.max(120000, 30000 * STRESS_SCALE))
+  this.timeout(Math.max(120000, 60000 * STRESS_SCALE))
   afterEach(cleanup)
 
   for (const fifo of [false, true]) {
     const label = fifo ? 'AsyncLock { fifo: true }' : 'AsyncLock (default policy)'
     it(`${label}: ${ROUNDS} rounds of terminating workers amid every request form`, async () => {
       const lock = new AsyncLock(undefined, 0, { fifo })
-      const s = new Stress({ kind: 'AsyncLock', handle: lock.handle, forms: () => 'lock' })
+      // Half the workers make requests from two lanes at once, as two
+      // async tasks of one thread would.
+      const s = new Stress({ kind: 'AsyncLock', handle: lock.handle, forms: () => 'lock', lanes: (slot) => 1 + (slot % 2) })
       const show = () => `lock: locked ${lock.locked}, owner ${lock.owner}, waiting ${lock.waiting}, ` +
         `word 0x${(Atomics.load(new Int32Array(lock.buffer), 0) >>> 0).toString(16)}`
       await s.run(label, {
@@ -346,7 +358,7 @@ describe('termination stress', function () {
 
   it(`named locks, exclusive and shared: ${ROUNDS} rounds of terminating workers amid every request form`, async () => {
     const name = `termination-stress-${process.pid}`
-    const s = new Stress({ kind: 'named', forms: () => 'named', name })
+    const s = new Stress({ kind: 'named', forms: () => 'named', name, lanes: (slot) => 1 + (slot % 2) })
     const ours = (q) => ({
       held: q.held.filter((l) => l.name === name),
       pending: q.pending.filter((l) => l.name === name)
