@@ -10,6 +10,7 @@ import {
   Handle,
   Lock,
   LockError,
+  lockPolicy,
   LockErrorCode,
   LockManager,
   LockManagerSnapshot,
@@ -221,3 +222,8 @@ expectAssignable<Error>(a)
 // The namespace holds exactly the documented exports.
 expectType<typeof wait>(threadlock.wait)
 expectType<typeof AsyncLock>(threadlock.AsyncLock)
+
+// The lock policy's settings, read-only.
+expectType<number>(lockPolicy.starvationMs)
+expectType<number>(lockPolicy.sliceGrants)
+expectError(lockPolicy.sliceMs = 1)

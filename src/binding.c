@@ -105,7 +105,8 @@ tl__start(napi_env env, tl_env_t *e, tl_async_t *n, int r, napi_value ta,
     tl__throw_last(env, "napi_create_promise");
     goto fail;
   }
-  tl__book(e, n);
+  if (tl__book(e, n))
+    tl__arm_timer(e);
   if (!with_token)
     return promise;
   TL_NAPI_CALL(env, tl__token_new(env, n, &token));
@@ -190,7 +191,7 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
   TL_NAPI_CALL(env, napi_coerce_to_bool(env, argv[5], &argv[5]));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  n = tl__new_async(env, e, timeout, ref, TL_NODE_WAIT, sizeof(*n));
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_WAIT, sizeof(*n), tl__settle);
   if (n == NULL)
     return NULL;
   r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
@@ -322,7 +323,7 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[6], &ref));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[7], &with_token));
-  n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE, sizeof(*n));
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE, sizeof(*n), tl__settle);
   if (n == NULL)
     return NULL;
   r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
@@ -520,7 +521,7 @@ NAPI_MODULE_INIT()
     return NULL;
   }
   /* Loading the same file again in one thread reuses that thread's state. */
-  if (tl__env(env) == NULL && tl__env_new(env) == NULL)
+  if (tl__env(env) == NULL && tl__env_new(env, tl__call_js) == NULL)
     return NULL;
   for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
     napi_value fn;

@@ -174,7 +174,7 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
       n->events = 0;
       tl_mutex_unlock(&e->ready_lock);
       if (!n->done)
-        tl__named_deliver(env, e, (tl_named_node_t *)n);
+        ((tl_named_node_t *)n)->deliver(env, e, (tl_named_node_t *)n);
       /* Events that came while it was handled go around once more. */
       tl_mutex_lock(&e->ready_lock);
       n->in_ready = 0;
