@@ -250,7 +250,12 @@ function panel (out, box, title, points, impls, metric, yLabel, floor, ref) {
     }))
     for (const [px, py, v] of pts) {
       out.push(svg.marker(st.shape, px, py, 4, { fill: st.color }))
-      if (v === Infinity) out.push(svg.text(px + 7, py + 5, '∞', { fill: st.color, 'font-weight': 'bold' }))
+      // Inside the frame, left of the marker: the right edge is often near.
+      if (v === Infinity) {
+        out.push(svg.text(px - 8, py + 16, '∞ (a thread got nothing)', {
+          'text-anchor': 'end', fill: st.color, 'font-weight': 'bold', stroke: '#ffffff', 'stroke-width': 3, 'paint-order': 'stroke'
+        }))
+      }
     }
   })
 }
