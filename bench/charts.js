@@ -66,8 +66,10 @@ function caption (meta) {
     load,
     meta.commit ? `threadlock ${meta.commit}` : null,
     meta.seconds ? `${meta.seconds} s` : null
-  ].filter(Boolean).join(' · ')
+  ].filter(Boolean).join(CAPTION_SEP)
 }
+
+const CAPTION_SEP = ' · '
 
 const BETTER = '#2166ac'
 const WORSE = '#d6604d'
@@ -91,7 +93,8 @@ function renderRatios (results) {
     if (g && g.id === r.id) g.items.push(r)
     else groups.push({ id: r.id, workload: r.workload, anchor: r.anchor, items: [r] })
   }
-  const label = (r) => `${r.metric}${r.higher ? ' ↑' : ''}`
+  // A target on threadlock's own value (share) is not a ratio: say it.
+  const label = (r) => `${r.metric}${r.higher ? ' ↑' : ''}${r.absolute !== null && r.absolute !== undefined ? ` (target: threadlock ≤ ${r.absolute})` : ''}`
   const labelW = Math.max(...rows.map((r) => svg.textWidth(label(r), 12))) + 28
   const valueW = 130
   const x0 = pad + labelW
@@ -180,7 +183,7 @@ function renderRatios (results) {
   out.push(...body)
   out.push(...axis(plotBottom, false))
   y = plotBottom + 36
-  for (const l of svg.wrap(caption(results.meta), W - 2 * pad, 11)) {
+  for (const l of svg.wrap(caption(results.meta), W - 2 * pad, 11, CAPTION_SEP)) {
     out.push(svg.text(pad, y, l, { 'font-size': 11, fill: GREY }))
     y += 15
   }
@@ -318,7 +321,7 @@ function renderContended (results) {
     y += panelH + 10
   }
   y += 10
-  for (const l of svg.wrap(caption(results.meta), W - 2 * pad, 11)) {
+  for (const l of svg.wrap(caption(results.meta), W - 2 * pad, 11, CAPTION_SEP)) {
     out.push(svg.text(pad, y, l, { 'font-size': 11, fill: GREY }))
     y += 15
   }

@@ -74,12 +74,13 @@ function textWidth (s, size, bold = false) {
   return [...String(s)].length * size * (bold ? BOLD_ADVANCE : ADVANCE)
 }
 
-// Splits `s` at spaces into lines no wider than `width`.
-function wrap (s, width, size) {
+// Splits `s` at each `sep` into lines no wider than `width` (a part wider
+// than that gets a line of its own).
+function wrap (s, width, size, sep = ' ') {
   const lines = []
   let cur = ''
-  for (const word of String(s).split(' ')) {
-    const next = cur === '' ? word : `${cur} ${word}`
+  for (const word of String(s).split(sep)) {
+    const next = cur === '' ? word : `${cur}${sep}${word}`
     if (cur !== '' && textWidth(next, size) > width) {
       lines.push(cur)
       cur = word
