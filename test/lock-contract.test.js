@@ -1,0 +1,171 @@
+'use strict'
+
+// The contract of AsyncLock and RWLock under real threads (issue 18): what
+// every lock policy must keep, whatever it does for speed. One describe
+// per promise: release means released, the fairness bound holds, aborts
+// and thread deaths leave nothing stuck, a thread's own requests keep
+// their order, spent release functions stay spent.
+
+const assert = require('assert')
+const path = require('path')
+const { Worker, threadId } = require('worker_threads')
+const tl = require('..')
+const { AsyncLock, RWLock, Semaphore, AbortError } = tl
+const { within, until, finished, sleep, openIn, started, cleanup, track, assertCode } = require('./fixtures/threads')
+
+const WORKER = path.join(__dirname, 'fixtures', 'contract-worker.js')
+// ctl slots of contract-worker.js.
+const STOP = 0
+const STARTED = 1
+const PROBE = 3
+const ACK = 4
+
+// The policy's numbers. The fallback holds until index.js exports them.
+const policy = tl.lockPolicy || { sliceGrants: 2048, sliceMs: 0.3, starvationMs: 1 }
+
+const spawned = new Set()
+
+/** A contract-worker.js in `mode` on `primitive`; resolves with its report. */
+function spawn (mode, primitive, ctl, extra = {}) {
+  const worker = new Worker(WORKER, { workerData: { mode, handle: primitive.handle, ctl: ctl.buffer, ...extra } })
+  spawned.add(worker)
+  worker.once('exit', () => spawned.delete(worker))
+  const done = finished(worker)
+  done.catch(() => {})
+  return { worker, done }
+}
+
+function control () {
+  return new Int32Array(new SharedArrayBuffer(64))
+}
+
+function spin (ms) {
+  const end = performance.now() + ms
+  while (performance.now() < end);
+}
+
+/** Spins (blocking this thread) until `predicate()` or `ms`; its last value. */
+function spinUntil (predicate, ms) {
+  const end = performance.now() + ms
+  for (;;) {
+    const ok = predicate()
+    if (ok || performance.now() >= end) return ok
+  }
+}
+
+function settled (promise) {
+  const state = { status: 'pending', value: undefined }
+  state.done = promise.then((value) => {
+    state.status = 'resolved'
+    state.value = value
+  }, (err) => {
+    state.status = 'rejected'
+    state.value = err
+  })
+  return state
+}
+
+afterEach(async () => {
+  await Promise.all([...spawned].map((w) => w.terminate()))
+  await cleanup()
+})
+
+describe('a promise-style release releases before the next synchronous statement', function () {
+  this.timeout(30000)
+
+  // The main thread takes the lock in `form`, posts a probe round while
+  // holding it, releases, and then spins synchronously: another thread (a
+  // worker spinning on tryLock(), or one looping on lock(), which keeps a
+  // waiter queued) must get the lock and acknowledge the round meanwhile.
+  // A few executeLocked() rounds before each probe keep the holder's slice
+  // running.
+  const forms = {
+    'the release function': async (lock) => {
+      const release = await lock.acquire()
+      return release
+    },
+    'runExclusive': (lock, inside) => lock.runExclusive(inside),
+    'executeLocked': (lock, inside) => lock.executeLocked(inside)
+  }
+  for (const [name, form] of Object.entries(forms)) {
+    it(`after ${name}, a worker's tryLock() succeeds while this thread is still in synchronous code`, async () => {
+      const lock = track(new AsyncLock())
+      const ctl = control()
+      const workers = [spawn('lock-try-loop', lock, ctl), spawn('lock-loop', lock, ctl)]
+      await until(() => Atomics.load(ctl, STARTED) === 2, 'the workers did not start', 20000)
+      const rounds = 150
+      const misses = []
+      for (let round = 1; round <= rounds; round++) {
+        for (let k = 0; k < 4; k++) await lock.executeLocked(() => {})
+        if (name === 'the release function') {
+          const release = await form(lock)
+          Atomics.store(ctl, PROBE, round)
+          release()
+        } else {
+          await form(lock, () => { Atomics.store(ctl, PROBE, round) })
+        }
+        // Synchronous from here to the end of the round.
+        const mine = lock.owner === threadId
+        const taken = spinUntil(() => Atomics.load(ctl, ACK) === round, 200)
+        if (mine || !taken) misses.push({ round, mine, taken })
+        if (misses.length === 3) break // enough evidence; each miss costs 200 ms
+      }
+      Atomics.store(ctl, STOP, 1)
+      const reports = await within(Promise.all(workers.map((w) => w.done)), 10000, 'the workers did not stop')
+      assert.strictEqual(misses.length, 0, `${misses.length} releases (of ${rounds} at most) through ${name} kept the lock ` +
+        `through the synchronous code after them (first: ${JSON.stringify(misses[0])}; the workers acknowledged ` +
+        `${reports[0].acked} + ${reports[1].acked} rounds)`)
+      assert.strictEqual(lock.locked, false)
+      assert.strictEqual(lock.waiting, 0)
+    })
+  }
+
+  it('the two-lock program completes: A releases L1 and blocks in L2.lock() while B holds L2 and waits for L1', async () => {
+    // Thread A (main) holds L1 through the promise API, releases it and then
+    // blocks in L2.lock(); thread B holds L2 and waits in L1.lock(), then
+    // releases both. Any correct lock runs this to the end; a release that
+    // keeps L1 through A's synchronous code deadlocks it (L2.lock() times
+    // out instead of hanging). A third thread hammers L1 so that A's slice
+    // runs and others wait, as in a real program.
+    const L1 = track(new AsyncLock())
+    const L2 = track(new AsyncLock())
+    const ctl = control()
+    const hammer = spawn('lock-loop', L1, ctl)
+    const go = new Int32Array(new SharedArrayBuffer(4))
+    const [b] = await started(openIn('L2', L2, { data: { go }, locks: [L1] }))
+    await until(() => Atomics.load(ctl, STARTED) === 1, 'the hammer did not start', 20000)
+    const failures = []
+    for (let round = 1; round <= 40 && failures.length === 0; round++) {
+      Atomics.store(go, 0, 0)
+      // B: take L2, wait for the go, then L1 inside L2.
+      const bDone = b.run(({ state, locks, workerData }) => {
+        const [L1] = locks
+        state.L2.lock()
+        Atomics.wait(workerData.go, 0, 0, 10000)
+        L1.lock({ timeout: 10000 })
+        L1.unlock()
+        state.L2.unlock()
+        return true
+      })
+      await until(() => L2.locked, `round ${round}: B did not take L2`)
+      for (let k = 0; k < 4; k++) await L1.executeLocked(() => {})
+      const release = await L1.acquire()
+      Atomics.store(go, 0, 1)
+      Atomics.notify(go, 0)
+      await until(() => L1.waiting >= 1, `round ${round}: nobody waits for L1`)
+      spin(1) // let B reach its wait
+      release()
+      // Synchronous from here: A blocks in L2.lock().
+      try {
+        L2.lock({ timeout: 2000 })
+        L2.unlock()
+      } catch (err) {
+        failures.push(`round ${round}: A's L2.lock() failed with ${err.code || err.message}`)
+      }
+      await within(bDone, 15000, `round ${round}: B did not finish`)
+    }
+    Atomics.store(ctl, STOP, 1)
+    await within(hammer.done, 10000, 'the hammer did not stop')
+    assert.deepStrictEqual(failures, [])
+  })
+})
