@@ -19,6 +19,7 @@ const STOP = 0
 const STARTED = 1
 const PROBE = 3
 const ACK = 4
+const UNATTENDED = 5
 
 // The policy's numbers. The fallback holds until index.js exports them.
 const policy = tl.lockPolicy || { sliceGrants: 2048, sliceMs: 0.3, starvationMs: 1 }
@@ -167,5 +168,37 @@ describe('a promise-style release releases before the next synchronous statement
     Atomics.store(ctl, STOP, 1)
     await within(hammer.done, 10000, 'the hammer did not stop')
     assert.deepStrictEqual(failures, [])
+  })
+})
+
+describe('an RWLock writer terminated while woken leaves nothing stuck', function () {
+  this.timeout(60000)
+
+  it('writers hand the lock around, one is terminated at a random moment: the others go on and the lock ends free', async () => {
+    // Each round: two workers loop on the write lock (blocking and promise
+    // forms), and a third makes promise requests and then spins, so that
+    // its request is often woken but not yet granted when it is terminated
+    // at a random moment. The others must keep going, stop when told, and
+    // leave the word free with nobody queued.
+    const rounds = 24
+    for (let round = 1; round <= rounds; round++) {
+      const rw = new RWLock()
+      const ctl = control()
+      const workers = ['rw-write-loop', 'rw-write-loop', 'rw-woken-loop'].map((mode) => spawn(mode, rw, ctl))
+      await until(() => Atomics.load(ctl, STARTED) === 3, `round ${round}: the workers did not start`, 20000)
+      await until(() => Atomics.load(ctl, UNATTENDED) === 1, `round ${round}: the victim made no request`)
+      spin(Math.random() * 3)
+      const victim = workers[2]
+      await within(victim.worker.terminate(), 5000, `round ${round}: terminate() did not settle`)
+      await sleep(5)
+      Atomics.store(ctl, STOP, 1)
+      const others = workers.filter((w) => w !== victim).map((w) => w.done)
+      await within(Promise.all(others), 3000, `round ${round}: the other writers stalled after a writer was terminated`)
+      // A writer that died holding the lock is recovered by the next one.
+      const release = await within(rw.acquireWrite(), 5000, `round ${round}: the main thread never got the write lock`)
+      release()
+      assert.deepStrictEqual({ readers: rw.readers, writer: rw.writer, waiting: rw.waiting },
+        { readers: 0, writer: null, waiting: 0 }, `round ${round}: the lock did not end free`)
+    }
   })
 })
