@@ -13,6 +13,8 @@ const tl = require('..')
 const { AsyncLock, RWLock, Semaphore, AbortError } = tl
 const { within, until, finished, sleep, openIn, started, cleanup, track, assertCode } = require('./fixtures/threads')
 
+const { LOCK_WOKEN } = require('../lib/native').binding.constants
+
 const WORKER = path.join(__dirname, 'fixtures', 'contract-worker.js')
 // ctl slots of contract-worker.js.
 const STOP = 0
@@ -20,6 +22,14 @@ const STARTED = 1
 const PROBE = 3
 const ACK = 4
 const UNATTENDED = 5
+
+
+
+
+
+
+
+
 
 // The policy's numbers. The fallback holds until index.js exports them.
 const policy = tl.lockPolicy || { sliceGrants: 2048, sliceMs: 0.3, starvationMs: 1 }
@@ -201,4 +211,63 @@ describe('an RWLock writer terminated while woken leaves nothing stuck', functio
         { readers: 0, writer: null, waiting: 0 }, `round ${round}: the lock did not end free`)
     }
   })
+})
+
+describe('an abort that lands while a request is woken rejects it and the request leaves the queue', function () {
+  this.timeout(30000)
+
+  // Each round, while a worker loops on the lock, the main thread makes one
+  // abortable request, spins for a random while (so that a wake-up
+  // meanwhile finds the request woken and unattended) and aborts it, sometimes after the event loop had a chance
+  // to deliver a grant instead. Whatever the timing, the request either
+  // resolved before the abort (it got the lock), or had been granted by
+  // the time abort() returned (this thread holds the lock then), or rejects
+  // with AbortError: it never gets the lock after the abort.
+  for (const [name, make, mode, request, ownedByMe] of [
+    ['AsyncLock', () => new AsyncLock(), 'lock-loop', (l, signal) => l.acquire({ signal }), (l) => l.owner === threadId],
+    ['RWLock write', () => new RWLock(), 'rw-sync-loop', (rw, signal) => rw.acquireWrite({ signal }), (rw) => rw.writer === threadId]
+  ]) {
+    it(`${name}: an aborted request is never granted after the abort`, async () => {
+      const lock = make()
+      if (lock instanceof AsyncLock) track(lock)
+      const ctl = control()
+      const workers = [spawn(mode, lock, ctl, { holdMs: 0.05 })]
+      await until(() => Atomics.load(ctl, STARTED) === 1, 'the worker did not start', 20000)
+      const rounds = 300
+      const late = []
+      const tally = { resolvedBefore: 0, grantedBefore: 0, aborted: 0, wokenAtAbort: 0 }
+      const word = new Int32Array(lock.buffer, lock.byteOffset, 1)
+      for (let round = 1; round <= rounds && late.length < 3; round++) {
+        // Request while the worker holds the lock, so that the request waits
+        // (a macrotask first: a reservation of today's code must not decide).
+        await new Promise((resolve) => setImmediate(resolve))
+        spinUntil(() => !ownedByMe(lock) && (lock instanceof AsyncLock ? lock.locked : lock.writer !== null), 100)
+        const controller = new AbortController()
+        const state = settled(request(lock, controller.signal))
+        spin(0.2 + Math.random() * 0.8)
+        if (round % 2 === 0) await sleep(Math.random() < 0.5 ? 0 : 1)
+        const before = state.status
+        controller.abort()
+        const held = ownedByMe(lock)
+        // Only to count how often the window was hit: today's woken bit (the
+        // assertion does not depend on it).
+        if ((Atomics.load(word, 0) & LOCK_WOKEN) !== 0) tally.wokenAtAbort++
+        await within(state.done, 5000, `round ${round}: the aborted request did not settle`)
+        if (state.status === 'resolved') {
+          state.value()
+          if (before === 'resolved') tally.resolvedBefore++
+          else if (held) tally.grantedBefore++
+          else late.push(round)
+        } else {
+          assert.ok(state.value instanceof AbortError, `round ${round}: rejected with ${state.value && state.value.stack}`)
+          tally.aborted++
+        }
+      }
+      Atomics.store(ctl, STOP, 1)
+      await within(Promise.all(workers.map((w) => w.done)), 10000, 'the workers did not stop')
+      assert.deepStrictEqual(late, [], `requests granted after their abort (${JSON.stringify(tally)})`)
+      assert.strictEqual(lock.waiting, 0, 'an aborted request stayed queued')
+      assert.strictEqual(lock instanceof AsyncLock ? lock.locked : lock.writer !== null, false)
+    })
+  }
 })
