@@ -19,6 +19,7 @@ const WORKER = path.join(__dirname, 'fixtures', 'contract-worker.js')
 // ctl slots of contract-worker.js.
 const STOP = 0
 const STARTED = 1
+const SECTIONS = 2
 const PROBE = 3
 const ACK = 4
 const UNATTENDED = 5
@@ -269,5 +270,72 @@ describe('an abort that lands while a request is woken rejects it and the reques
       assert.strictEqual(lock.waiting, 0, 'an aborted request stayed queued')
       assert.strictEqual(lock instanceof AsyncLock ? lock.locked : lock.writer !== null, false)
     })
+  }
+})
+
+describe('a waiter that has waited starvationMs gets the lock at the next release, whatever the holder does', function () {
+  this.timeout(30000)
+
+  // The holder runs critical sections of HOLD ms back to back, far longer
+  // than the starvation threshold and the slice; a worker requests once
+  // during one of them. The bound says it gets the lock at the next release
+  // or the one after (the release that ends the section in progress may
+  // come before it has waited starvationMs): at most 2 of the holder's
+  // sections complete meanwhile. We allow 3. In time we allow 5 sections,
+  // or 300 ms on a loaded machine, where a thread that was handed the lock
+  // has been seen to take 90 ms to wake up; the count of sections is the
+  // measure that load cannot blur.
+  const HOLD = Math.max(10, 10 * policy.starvationMs, 10 * policy.sliceMs)
+
+  function check (report, what, hold = HOLD) {
+    const sectionsAllowed = Math.floor(policy.starvationMs / hold) + 3
+    const timeAllowed = Math.max(5 * hold, 300)
+    assert.ok(report.sections <= sectionsAllowed,
+      `${what}: the waiter got the lock after ${report.sections} of the holder's ${hold} ms sections ` +
+      `(${report.waited.toFixed(0)} ms); the bound allows ${sectionsAllowed}`)
+    assert.ok(report.waited < timeAllowed,
+      `${what}: the waiter waited ${report.waited.toFixed(0)} ms, more than ${timeAllowed} ms`)
+  }
+
+  it('AsyncLock: the holder passes the lock to its own queued promise requests', async () => {
+    const lock = track(new AsyncLock())
+    const ctl = control()
+    const waiter = spawn('lock-waiter', lock, ctl)
+    await until(() => Atomics.load(ctl, STARTED) === 1, 'the waiter did not start', 20000)
+    // Hold first, so that the 20 requests below queue behind this thread's
+    // own hold and each release passes the lock to the next of them.
+    const release = await lock.acquire()
+    const runs = []
+    for (let i = 0; i < 20; i++) {
+      runs.push(lock.runExclusive(() => {
+        spin(HOLD)
+        Atomics.add(ctl, SECTIONS, 1)
+      }))
+    }
+    spin(HOLD)
+    Atomics.add(ctl, SECTIONS, 1)
+    release()
+    await within(Promise.all(runs), 20000, 'the holder\'s requests were not all granted')
+    check(await within(waiter.done, 10000, 'the waiter did not finish'), 'queued promise requests')
+    assert.strictEqual(lock.locked, false)
+  })
+
+  // Sections of HOLD ms, and short ones (0.1 ms: the waiter may be passed
+  // over for starvationMs, about starvationMs / 0.1 sections, then 3 more).
+  for (const [name, holderMode, waiterMode, make] of [
+    ['AsyncLock: the holder loops on lock()/unlock()', 'lock-holder', 'lock-waiter', () => new AsyncLock()],
+    ['RWLock: the holder loops on acquireWriteSync()/releaseWrite()', 'rw-holder', 'rw-waiter', () => new RWLock()]
+  ]) {
+    for (const hold of [HOLD, 0.1]) {
+      it(`${name}, ${hold} ms sections`, async () => {
+        const lock = make()
+        const ctl = control()
+        const holder = spawn(holderMode, lock, ctl, { holdMs: hold, rounds: Math.ceil(2000 / hold) })
+        const waiter = spawn(waiterMode, lock, ctl)
+        const report = await within(waiter.done, 20000, 'the waiter did not finish')
+        await within(holder.done, 20000, 'the holder did not finish')
+        check(report, holderMode, hold)
+      })
+    }
   }
 })
