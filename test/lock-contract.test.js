@@ -11,7 +11,9 @@ const path = require('path')
 const { Worker, threadId } = require('worker_threads')
 const tl = require('..')
 const { AsyncLock, RWLock, Semaphore, AbortError } = tl
-const { within, until, finished, sleep, openIn, started, cleanup, track, assertCode } = require('./fixtures/threads')
+const {
+  TestWorker, within, until, finished, sleep, openIn, started, cleanup, track, assertCode
+} = require('./fixtures/threads')
 
 const { LOCK_WOKEN } = require('../lib/native').binding.constants
 
@@ -338,4 +340,408 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
       })
     }
   }
+})
+
+describe('two AsyncLock objects on one lock word in one thread wait for each other, not forever', function () {
+  this.timeout(30000)
+
+  const pairs = {
+    'new AsyncLock(buffer) twice': () => {
+      const buffer = new SharedArrayBuffer(4)
+      return [new AsyncLock(buffer), new AsyncLock(buffer)]
+    },
+    'AsyncLock.from(handle) twice': () => {
+      const handle = new AsyncLock().handle
+      return [AsyncLock.from(handle), AsyncLock.from(handle)]
+    }
+  }
+  for (const [name, make] of Object.entries(pairs)) {
+    it(`${name}: acquire() on one while the other holds settles once it is released`, async () => {
+      const [a, b] = make().map(track)
+      const ra = await a.acquire()
+      const pb = b.acquire()
+      ra()
+      const rb = await within(pb, 2000, 'b.acquire() never settled after a released the lock')
+      assert.strictEqual(a.owner, threadId)
+      const pa = a.acquire()
+      rb()
+      const ra2 = await within(pa, 2000, 'a.acquire() never settled after b released the lock')
+      ra2()
+      await within(b.runExclusive(() => {}), 2000, 'b.runExclusive() never ran on a free lock')
+      assert.strictEqual(a.locked, false)
+    })
+
+    it(`${name}: the same, many rounds, while a worker contends`, async () => {
+      const [a, b] = make().map(track)
+      const ctl = control()
+      const worker = spawn('lock-loop', a, ctl)
+      await until(() => Atomics.load(ctl, STARTED) === 1, 'the worker did not start', 20000)
+      for (let round = 1; round <= 200; round++) {
+        const first = round % 2 ? a : b
+        const second = round % 2 ? b : a
+        const r1 = await within(first.acquire(), 2000, `round ${round}: the first acquire() never settled`)
+        const p2 = second.acquire()
+        const p3 = first.runExclusive(() => {})
+        r1()
+        const r2 = await within(p2, 2000, `round ${round}: acquire() on the other object never settled`)
+        r2()
+        await within(p3, 2000, `round ${round}: runExclusive() behind it never settled`)
+      }
+      Atomics.store(ctl, STOP, 1)
+      await within(worker.done, 10000, 'the worker did not stop')
+      assert.strictEqual(a.locked, false)
+      assert.strictEqual(a.waiting, 0)
+    })
+  }
+})
+
+describe('acquireWriteSync() throws EDEADLK while the thread\'s own write request is in flight', function () {
+  this.timeout(30000)
+
+  // A worker holds the write lock (and releases it when `go` says so).
+  function holdWrite (w) {
+    return w.run(({ state, workerData }) => {
+      Atomics.store(workerData.go, 0, 0)
+      state.rw.acquireWriteSync()
+      Atomics.wait(workerData.go, 0, 0, 10000)
+      state.rw.releaseWrite()
+      return true
+    })
+  }
+
+  async function anotherWriterGetsIt (w) {
+    await w.run(({ state }) => {
+      state.rw.acquireWriteSync({ timeout: 3000 })
+      state.rw.releaseWrite()
+    }, undefined, 5000)
+  }
+
+  it('while the request is queued', async () => {
+    const rw = new RWLock()
+    const go = new Int32Array(new SharedArrayBuffer(4))
+    const [w] = await started(openIn('rw', rw, { data: { go } }))
+    const held = holdWrite(w)
+    await until(() => rw.writer === w.threadId, 'the worker did not take the write lock')
+    const request = settled(rw.acquireWrite())
+    await until(() => rw.waiting === 1, 'the write request did not queue')
+    let err
+    try {
+      rw.acquireWriteSync({ timeout: 500 })
+      rw.releaseWrite()
+    } catch (e) {
+      err = e
+    }
+    Atomics.store(go, 0, 1)
+    Atomics.notify(go, 0)
+    await within(held, 5000, 'the worker did not release')
+    await within(request.done, 5000, 'the queued write request never settled')
+    if (request.status === 'resolved') request.value()
+    assert.ok(err !== undefined, 'acquireWriteSync() took the lock past this thread\'s own queued request')
+    assertCode(err, 'EDEADLK')
+    assert.strictEqual(request.status, 'resolved')
+    await anotherWriterGetsIt(w)
+  })
+
+  it('while the request is woken (released to it, not yet granted)', async () => {
+    const rw = new RWLock()
+    const go = new Int32Array(new SharedArrayBuffer(4))
+    const [w] = await started(openIn('rw', rw, { data: { go } }))
+    const outcomes = []
+    for (let round = 1; round <= 20; round++) {
+      const held = holdWrite(w)
+      await until(() => rw.writer === w.threadId, `round ${round}: the worker did not take the write lock`)
+      const request = settled(rw.acquireWrite())
+      spinUntil(() => rw.waiting === 1, 1000)
+      // The worker releases; this thread stays in synchronous code, so its
+      // request is woken (or granted) but cannot complete.
+      Atomics.store(go, 0, 1)
+      Atomics.notify(go, 0)
+      spinUntil(() => rw.writer !== w.threadId, 1000)
+      spin(0.2)
+      let outcome
+      try {
+        rw.acquireWriteSync({ timeout: 500 })
+        rw.releaseWrite()
+        outcome = 'acquired'
+      } catch (e) {
+        outcome = e.code || e.message
+      }
+      outcomes.push(outcome)
+      await within(held, 5000, `round ${round}: the worker did not release`)
+      await within(request.done, 5000, `round ${round}: the write request never settled`)
+      if (request.status === 'resolved') request.value()
+      await anotherWriterGetsIt(w)
+    }
+    assert.deepStrictEqual(outcomes.filter((o) => o !== 'EDEADLK'), [],
+      `acquireWriteSync() with a write request in flight: ${outcomes.join(' ')}`)
+  })
+})
+
+describe('a spent release function never releases another hold', function () {
+  this.timeout(30000)
+
+  // Each row: how to make the primitive, take it in a worker, and tell
+  // whether this thread still holds what its second request got.
+  const rows = [
+    ['AsyncLock', () => new AsyncLock(), (p) => p.acquire(), ({ state }) => { state.p.lock(); state.p.unlock() },
+      (p) => p.owner === threadId],
+    ['RWLock write', () => new RWLock(), (p) => p.acquireWrite(),
+      ({ state }) => { state.p.acquireWriteSync(); state.p.releaseWrite() }, (p) => p.writer === threadId],
+    ['RWLock read', () => new RWLock(), (p) => p.acquireRead(),
+      ({ state }) => { state.p.acquireWriteSync(); state.p.releaseWrite() }, (p) => p.readers === 1],
+    ['Semaphore', () => new Semaphore(1), (p) => p.acquire(),
+      ({ state }) => { state.p.acquireSync(); state.p.release() }, (p) => p.value === 0]
+  ]
+  for (const [name, make, acquire, inWorker, stillHeld] of rows) {
+    it(`${name}: calling the first release function again after a second acquire leaves the second hold in place`, async () => {
+      const p = make()
+      if (p instanceof AsyncLock) track(p)
+      const [w] = await started(openIn('p', p))
+      for (const between of ['nothing', 'a worker']) {
+        const r1 = await within(acquire(p), 2000, 'the first acquire() never settled')
+        r1()
+        if (between === 'a worker') await w.run(inWorker, undefined, 5000)
+        const r2 = await within(acquire(p), 2000, 'the second acquire() never settled')
+        try {
+          r1()
+        } catch (err) {
+          // A clear error is allowed; releasing the second hold is not.
+          assert.ok(err instanceof Error)
+        }
+        assert.ok(stillHeld(p), `${name}, with ${between} in between: the spent release function released the second hold`)
+        // Nor after a microtask (a release kept for a while).
+        await null
+        assert.ok(stillHeld(p), `${name}, with ${between} in between: the second hold was released`)
+        r2()
+      }
+      await w.run(inWorker, undefined, 5000)
+    })
+  }
+
+  for (const [name, make, mode, acquire, stillHeld] of [
+    ['AsyncLock', () => new AsyncLock(), 'lock-loop', (p) => p.acquire(), (p) => p.owner === threadId],
+    ['RWLock write', () => new RWLock(), 'rw-sync-loop', (p) => p.acquireWrite(), (p) => p.writer === threadId]
+  ]) {
+    it(`${name}: the same, many rounds, while a worker hammers the lock`, async () => {
+      const p = make()
+      if (p instanceof AsyncLock) track(p)
+      const ctl = control()
+      const worker = spawn(mode, p, ctl)
+      await until(() => Atomics.load(ctl, STARTED) === 1, 'the worker did not start', 20000)
+      const spent = []
+      for (let round = 1; round <= 300 && spent.length < 3; round++) {
+        const r1 = await within(acquire(p), 2000, `round ${round}: the first acquire() never settled`)
+        r1()
+        const r2 = await within(acquire(p), 2000, `round ${round}: the second acquire() never settled`)
+        try {
+          r1()
+        } catch (err) {
+          assert.ok(err instanceof Error)
+        }
+        if (!stillHeld(p)) spent.push(round)
+        r2()
+      }
+      Atomics.store(ctl, STOP, 1)
+      await within(worker.done, 10000, 'the worker did not stop')
+      assert.deepStrictEqual(spent, [], 'rounds where the spent release function released the second hold')
+    })
+  }
+})
+
+describe('timeouts of 2^31 ms or more do not expire early', function () {
+  this.timeout(30000)
+
+  for (const timeout of [2 ** 31, 2 ** 40]) {
+    it(`AsyncLock: a request with timeout ${timeout} queued behind this thread's own is still pending 200 ms later`, async () => {
+      const lock = track(new AsyncLock())
+      const release = await lock.acquire()
+      const request = settled(lock.acquire({ timeout }))
+      await sleep(200)
+      assert.strictEqual(request.status, 'pending', `it ${request.status}: ${request.value && request.value.code}`)
+      release()
+      await within(request.done, 2000, 'the request never settled after the release')
+      assert.strictEqual(request.status, 'resolved', `it rejected: ${request.value && request.value.code}`)
+      request.value()
+      assert.strictEqual(lock.locked, false)
+    })
+
+    it(`RWLock write and Semaphore: a request with timeout ${timeout} behind this thread's own hold is still pending 200 ms later`, async () => {
+      const rw = new RWLock()
+      const sem = new Semaphore(1)
+      const holds = [await rw.acquireWrite(), await sem.acquire()]
+      const requests = [settled(rw.acquireWrite({ timeout })), settled(sem.acquire(1, { timeout }))]
+      await sleep(200)
+      assert.deepStrictEqual(requests.map((r) => r.status), ['pending', 'pending'])
+      for (const h of holds) h()
+      await within(Promise.all(requests.map((r) => r.done)), 2000, 'the requests never settled after the release')
+      assert.deepStrictEqual(requests.map((r) => r.status), ['resolved', 'resolved'])
+      for (const r of requests) r.value()
+    })
+  }
+})
+
+describe('a terminated reader gives its read lock back: a writer gets the lock, flagged ownerDied', function () {
+  this.timeout(30000)
+
+  async function deadReader (rw) {
+    const [w] = await started(openIn('rw', rw))
+    await w.run(({ state }) => { state.rw.acquireReadSync() }, undefined, 5000)
+    assert.strictEqual(rw.readers, 1)
+    return w
+  }
+
+  it('acquireWrite() after the reader is terminated', async () => {
+    const rw = new RWLock()
+    const w = await deadReader(rw)
+    await w.terminate()
+    const release = await within(rw.acquireWrite(), 3000, 'no writer ever got the lock after its reader was terminated')
+    assert.strictEqual(release.ownerDied, true, 'the writer was not told that a holder died')
+    release()
+    assert.strictEqual(rw.readers, 0)
+    assert.strictEqual(rw.writer, null)
+  })
+
+  it('acquireWrite() queued before the reader is terminated', async () => {
+    const rw = new RWLock()
+    const w = await deadReader(rw)
+    const request = rw.acquireWrite()
+    await until(() => rw.waiting === 1, 'the write request did not queue')
+    await w.terminate()
+    const release = await within(request, 3000, 'the queued writer never got the lock after its reader was terminated')
+    assert.strictEqual(release.ownerDied, true, 'the writer was not told that a holder died')
+    release()
+    assert.strictEqual(rw.readers, 0)
+  })
+
+  it('acquireWriteSync() after the reader is terminated', async () => {
+    const rw = new RWLock()
+    const w = await deadReader(rw)
+    await w.terminate()
+    let ownerDied
+    try {
+      ownerDied = rw.acquireWriteSync({ timeout: 2000 })
+    } catch (err) {
+      assert.fail(`acquireWriteSync() failed with ${err.code || err.message}`)
+    }
+    rw.releaseWrite()
+    assert.strictEqual(ownerDied, true, 'the writer was not told that a holder died')
+    assert.strictEqual(rw.readers, 0)
+  })
+})
+
+describe('a thread\'s own requests are granted in the order it made them', function () {
+  this.timeout(30000)
+
+  // Each round this thread makes a burst of requests while workers hand the
+  // lock around (with sections long enough for slices to end and waiters
+  // to starve), and records the order in which they are granted.
+  for (const [name, make, mode, request] of [
+    ['RWLock write requests', () => new RWLock(), 'rw-write-loop', (p, i, order) => p.runWrite(() => { order.push(i) })],
+    ['AsyncLock requests, across slice ends', () => new AsyncLock(), 'lock-loop', (p, i, order) => p.runExclusive(() => { order.push(i) })]
+  ]) {
+    it(`${name}, while two workers hammer`, async () => {
+      const lock = make()
+      if (lock instanceof AsyncLock) track(lock)
+      const ctl = control()
+      const workers = [spawn(mode, lock, ctl, { holdMs: 0.05 }), spawn(mode, lock, ctl)]
+      await until(() => Atomics.load(ctl, STARTED) === 2, 'the workers did not start', 20000)
+      const wrong = []
+      for (let round = 1; round <= 150 && wrong.length < 3; round++) {
+        const order = []
+        const runs = []
+        for (let i = 0; i < 5; i++) {
+          runs.push(request(lock, i, order))
+          if (round % 3 === 0) spin(0.1)
+        }
+        await within(Promise.all(runs), 5000, `round ${round}: the requests were not all granted`)
+        if (order.join() !== '0,1,2,3,4') wrong.push(`round ${round}: ${order.join()}`)
+      }
+      Atomics.store(ctl, STOP, 1)
+      await within(Promise.all(workers.map((w) => w.done)), 10000, 'the workers did not stop')
+      assert.deepStrictEqual(wrong, [])
+    })
+  }
+
+  it('AsyncLock requests after an owner-died grant: in order, the first flagged ownerDied', async () => {
+    const failures = []
+    for (let round = 1; round <= 8; round++) {
+      const lock = track(new AsyncLock())
+      const [holder, rival] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
+      await holder.run(({ locks }) => { locks[0].lock() }, undefined, 5000)
+      const order = []
+      const requests = []
+      for (let i = 0; i < 4; i++) {
+        requests.push(lock.acquire().then((release) => {
+          order.push(i)
+          const died = release.ownerDied
+          // Hold a moment, so that the rival's request competes meanwhile.
+          spin(0.2)
+          release()
+          return died
+        }))
+        if (i === 1) rival.run(({ locks }) => { locks[0].lock(); locks[0].unlock() })
+      }
+      await sleep(round % 4)
+      await holder.terminate()
+      const died = await within(Promise.all(requests), 5000, `round ${round}: the requests were not all granted`)
+      if (order.join() !== '0,1,2,3') failures.push(`round ${round}: order ${order.join()}`)
+      if (died[0] !== true) failures.push(`round ${round}: the first was not flagged ownerDied`)
+      await rival.terminate()
+    }
+    assert.deepStrictEqual(failures, [])
+  })
+})
+
+describe('RWLock errors and writer name its own API while the lock is passed between writers', function () {
+  this.timeout(30000)
+
+  it('releaseWrite() after a promise-style release throws a message starting with RWLock., never AsyncLock.unlock', async () => {
+    // Two workers loop on acquireWriteSync(), so that this thread's slice
+    // runs while one of them waits.
+    const rw = new RWLock()
+    const ctl = control()
+    const workers = [spawn('rw-sync-loop', rw, ctl), spawn('rw-sync-loop', rw, ctl)]
+    await until(() => Atomics.load(ctl, STARTED) === 2, 'the workers did not start', 20000)
+    const wrong = []
+    let threw = 0
+    for (let round = 1; round <= 1500 && wrong.length < 3; round++) {
+      const release = await rw.acquireWrite()
+      release()
+      try {
+        rw.releaseWrite()
+        wrong.push(`round ${round}: releaseWrite() did not throw though this thread had released`)
+      } catch (err) {
+        threw++
+        if (!/^RWLock\./.test(err.message)) wrong.push(`round ${round}: ${err.message}`)
+      }
+    }
+    Atomics.store(ctl, STOP, 1)
+    await within(Promise.all(workers.map((w) => w.done)), 10000, 'the workers did not stop')
+    assert.deepStrictEqual(wrong, [], `${threw} throws`)
+  })
+
+  it('rw.writer is null or a real thread id while writers hand the lock over', async () => {
+    const rw = new RWLock()
+    const ctl = control()
+    const writers = [spawn('rw-write-loop', rw, ctl), spawn('rw-write-loop', rw, ctl)]
+    const ids = [threadId, ...writers.map((w) => w.worker.threadId)]
+    const sampler = spawn('writer-sampler', rw, ctl, { ids })
+    await until(() => Atomics.load(ctl, STARTED) === 3, 'the workers did not start', 20000)
+    // This thread writes too, through the promise API, and reads rw.writer
+    // right after each of its releases, when a slice's hand-off passes the
+    // word on.
+    const bad = new Set()
+    const end = performance.now() + 1000
+    while (performance.now() < end) {
+      const release = await rw.acquireWrite()
+      release()
+      const w = rw.writer
+      if (w !== null && !ids.includes(w)) bad.add(w)
+    }
+    Atomics.store(ctl, STOP, 1)
+    const report = await within(sampler.done, 10000, 'the sampler did not stop')
+    await within(Promise.all(writers.map((w) => w.done)), 10000, 'the writers did not stop')
+    assert.deepStrictEqual([...bad], [], 'rw.writer read, in this thread, values that are no thread\'s')
+    assert.deepStrictEqual(report.bad, [], `rw.writer read values that are no thread's (of ${report.n} samples)`)
+  })
 })
