@@ -25,6 +25,8 @@ const SECTIONS = 2
 const PROBE = 3
 const ACK = 4
 const UNATTENDED = 5
+const PAUSE = 6
+const PAUSED = 7
 
 
 
@@ -632,27 +634,30 @@ describe('a terminated reader gives its read lock back: a writer gets the lock, 
 describe('a thread\'s own requests are granted in the order it made them', function () {
   this.timeout(30000)
 
-  // Each round this thread makes a burst of requests while workers hand the
-  // lock around (with sections long enough for slices to end and waiters
-  // to starve), and records the order in which they are granted.
-  for (const [name, make, mode, request] of [
-    ['RWLock write requests', () => new RWLock(), 'rw-write-loop', (p, i, order) => p.runWrite(() => { order.push(i) })],
-    ['AsyncLock requests, across slice ends', () => new AsyncLock(), 'lock-loop', (p, i, order) => p.runExclusive(() => { order.push(i) })]
+  // Each round this thread makes a burst of requests while workers hammer
+  // the lock (slices end, waiters starve), leaves them unattended for a
+  // while, and records the order in which they are granted. For RWLock, a
+  // promise-API writer: its slice ends in hand-offs to the oldest waiter.
+  for (const [name, make, mode, nWorkers, request] of [
+    ['RWLock write requests', () => new RWLock(), 'rw-async-loop', 1, (p, i, order) => p.runWrite(() => { order.push(i) })]
   ]) {
-    it(`${name}, while two workers hammer`, async () => {
+    it(`${name}, while ${nWorkers === 1 ? 'a worker hammers' : 'two workers hammer'}`, async () => {
       const lock = make()
       if (lock instanceof AsyncLock) track(lock)
       const ctl = control()
-      const workers = [spawn(mode, lock, ctl, { holdMs: 0.05 }), spawn(mode, lock, ctl)]
-      await until(() => Atomics.load(ctl, STARTED) === 2, 'the workers did not start', 20000)
+      const workers = [spawn(mode, lock, ctl), spawn(mode, lock, ctl)].slice(0, nWorkers)
+      await until(() => Atomics.load(ctl, STARTED) === nWorkers, 'the workers did not start', 20000)
       const wrong = []
-      for (let round = 1; round <= 150 && wrong.length < 3; round++) {
+      for (let round = 1; round <= 400 && wrong.length === 0; round++) {
         const order = []
         const runs = []
         for (let i = 0; i < 5; i++) {
           runs.push(request(lock, i, order))
           if (round % 3 === 0) spin(0.1)
         }
+        // Leave them unattended a while: a wake-up for the first and a
+        // hand-off to a starving later one may both come meanwhile.
+        spin(round % 2 ? 1 + Math.random() * 2 : Math.random())
         await within(Promise.all(runs), 5000, `round ${round}: the requests were not all granted`)
         if (order.join() !== '0,1,2,3,4') wrong.push(`round ${round}: ${order.join()}`)
       }
@@ -662,32 +667,98 @@ describe('a thread\'s own requests are granted in the order it made them', funct
     })
   }
 
-  it('AsyncLock requests after an owner-died grant: in order, the first flagged ownerDied', async () => {
+  // AsyncLock: this thread holds the lock with one request of its own
+  // queued, releases, and requests again at once. Where the release ends
+  // the slice (or the hold was taken over from a dead owner), the queued
+  // request goes on to the core and the new one follows it there; both are
+  // left unattended for a while, as a worker hammers, and must still be
+  // granted in order.
+  async function pairs (lock, first, rounds, what) {
+    let release = first
+    for (let round = 1; round <= rounds; round++) {
+      const order = []
+      // The first is released at once; so is the second if it comes first
+      // (the first waits for it), otherwise it is held into the next round.
+      const p1 = lock.acquire().then((r) => {
+        order.push(1)
+        r()
+      })
+      release()
+      const p2 = lock.acquire().then((r) => {
+        order.push(2)
+        if (order.length === 2) return r
+        r()
+        return null
+      })
+      // Unattended a while: where the release ended the slice, both are in
+      // the core now (and a worker that queued meanwhile makes the next
+      // release count towards this thread's slice).
+      spin(0.5 + Math.random() * 1.5)
+      await within(Promise.all([p1, p2]), 5000, `${what}, round ${round}: the requests were not both granted`)
+      release = await p2
+      if (release === null) return `${what}, round ${round}: granted in the order ${order.join()}`
+    }
+    release()
+    return null
+  }
+
+  it('AsyncLock requests across slice ends, while a worker hammers', async () => {
+    const lock = track(new AsyncLock())
+    const ctl = control()
+    const worker = spawn('lock-loop', lock, ctl)
+    await until(() => Atomics.load(ctl, STARTED) === 1, 'the worker did not start', 20000)
+    const wrong = await pairs(lock, await lock.acquire(), 400, 'slice ends')
+    Atomics.store(ctl, STOP, 1)
+    await within(worker.done, 10000, 'the worker did not stop')
+    assert.strictEqual(wrong, null)
+  })
+
+  it('AsyncLock requests after an owner-died grant, while a worker hammers: in order, the first flagged ownerDied', async () => {
+    // Each round a worker takes the lock and dies holding it. Odd rounds:
+    // three requests of this thread wait meanwhile. Even rounds: one waits,
+    // and once it has the lock (flagged) the thread queues one more,
+    // releases, and requests again at once (pairs()).
+    const lock = track(new AsyncLock())
+    const ctl = control()
+    const hammer = spawn('lock-loop', lock, ctl)
+    await until(() => Atomics.load(ctl, STARTED) === 1, 'the hammer did not start', 20000)
     const failures = []
-    for (let round = 1; round <= 8; round++) {
-      const lock = track(new AsyncLock())
-      const [holder, rival] = await started(new TestWorker({ locks: [lock] }), new TestWorker({ locks: [lock] }))
+    for (let round = 1; round <= 30 && failures.length === 0; round++) {
+      // The hammer pauses while the holder takes the lock and this thread
+      // queues, so that this thread's first request is the oldest waiter.
+      Atomics.store(ctl, PAUSE, 1)
+      await until(() => Atomics.load(ctl, PAUSED) === 1, `round ${round}: the hammer did not pause`)
+      const [holder] = await started(new TestWorker({ locks: [lock] }))
       await holder.run(({ locks }) => { locks[0].lock() }, undefined, 5000)
+      const count = round % 2 ? 3 : 1
       const order = []
       const requests = []
-      for (let i = 0; i < 4; i++) {
+      // The first is kept to check its flag; the others are released at once.
+      for (let i = 0; i < count; i++) {
         requests.push(lock.acquire().then((release) => {
           order.push(i)
-          const died = release.ownerDied
-          // Hold a moment, so that the rival's request competes meanwhile.
-          spin(0.2)
+          if (i === 0) return release
           release()
-          return died
+          return null
         }))
-        if (i === 1) rival.run(({ locks }) => { locks[0].lock(); locks[0].unlock() })
       }
-      await sleep(round % 4)
+      Atomics.store(ctl, PAUSE, 0)
+      Atomics.notify(ctl, PAUSE)
       await holder.terminate()
-      const died = await within(Promise.all(requests), 5000, `round ${round}: the requests were not all granted`)
-      if (order.join() !== '0,1,2,3') failures.push(`round ${round}: order ${order.join()}`)
-      if (died[0] !== true) failures.push(`round ${round}: the first was not flagged ownerDied`)
-      await rival.terminate()
+      const first = await within(requests[0], 5000, `round ${round}: the first request was not granted`)
+      if (order[0] !== 0) failures.push(`round ${round}: request ${order[0]} came first`)
+      if (first.ownerDied !== true) failures.push(`round ${round}: the first grant was not flagged ownerDied`)
+      if (count === 1) {
+        const wrong = await pairs(lock, first, 1, `round ${round}`)
+        if (wrong !== null) failures.push(wrong)
+      } else {
+        first()
+        await within(Promise.all(requests), 5000, `round ${round}: the later requests were not granted`)
+        if (order.join() !== '0,1,2') failures.push(`round ${round}: granted in the order ${order.join()}`)
+      }
     }
+    Atomics.store(ctl, STOP, 1)
+    await within(hammer.done, 10000, 'the hammer did not stop')
     assert.deepStrictEqual(failures, [])
   })
 })
