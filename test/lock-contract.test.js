@@ -39,6 +39,10 @@ const PAUSED = 7
 // The policy's numbers. The fallback holds until index.js exports them.
 const policy = tl.lockPolicy || { sliceGrants: 2048, sliceMs: 0.3, starvationMs: 1 }
 
+// For requests that a broken lock may leave pending forever: they must not
+// keep the test process alive once their test has failed.
+const UNREF = Object.freeze({ ref: false })
+
 const spawned = new Set()
 
 /** A contract-worker.js in `mode` on `primitive`; resolves with its report. */
@@ -210,7 +214,7 @@ describe('an RWLock writer terminated while woken leaves nothing stuck', functio
       const others = workers.filter((w) => w !== victim).map((w) => w.done)
       await within(Promise.all(others), 3000, `round ${round}: the other writers stalled after a writer was terminated`)
       // A writer that died holding the lock is recovered by the next one.
-      const release = await within(rw.acquireWrite(), 5000, `round ${round}: the main thread never got the write lock`)
+      const release = await within(rw.acquireWrite(UNREF), 5000, `round ${round}: the main thread never got the write lock`)
       release()
       assert.deepStrictEqual({ readers: rw.readers, writer: rw.writer, waiting: rw.waiting },
         { readers: 0, writer: null, waiting: 0 }, `round ${round}: the lock did not end free`)
@@ -361,15 +365,15 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
     it(`${name}: acquire() on one while the other holds settles once it is released`, async () => {
       const [a, b] = make().map(track)
       const ra = await a.acquire()
-      const pb = b.acquire()
+      const pb = b.acquire(UNREF)
       ra()
       const rb = await within(pb, 2000, 'b.acquire() never settled after a released the lock')
       assert.strictEqual(a.owner, threadId)
-      const pa = a.acquire()
+      const pa = a.acquire(UNREF)
       rb()
       const ra2 = await within(pa, 2000, 'a.acquire() never settled after b released the lock')
       ra2()
-      await within(b.runExclusive(() => {}), 2000, 'b.runExclusive() never ran on a free lock')
+      await within(b.runExclusive(() => {}, UNREF), 2000, 'b.runExclusive() never ran on a free lock')
       assert.strictEqual(a.locked, false)
     })
 
@@ -381,9 +385,9 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
       for (let round = 1; round <= 200; round++) {
         const first = round % 2 ? a : b
         const second = round % 2 ? b : a
-        const r1 = await within(first.acquire(), 2000, `round ${round}: the first acquire() never settled`)
-        const p2 = second.acquire()
-        const p3 = first.runExclusive(() => {})
+        const r1 = await within(first.acquire(UNREF), 2000, `round ${round}: the first acquire() never settled`)
+        const p2 = second.acquire(UNREF)
+        const p3 = first.runExclusive(() => {}, UNREF)
         r1()
         const r2 = await within(p2, 2000, `round ${round}: acquire() on the other object never settled`)
         r2()
@@ -424,7 +428,7 @@ describe('acquireWriteSync() throws EDEADLK while the thread\'s own write reques
     const [w] = await started(openIn('rw', rw, { data: { go } }))
     const held = holdWrite(w)
     await until(() => rw.writer === w.threadId, 'the worker did not take the write lock')
-    const request = settled(rw.acquireWrite())
+    const request = settled(rw.acquireWrite(UNREF))
     await until(() => rw.waiting === 1, 'the write request did not queue')
     let err
     try {
@@ -452,7 +456,7 @@ describe('acquireWriteSync() throws EDEADLK while the thread\'s own write reques
     for (let round = 1; round <= 20; round++) {
       const held = holdWrite(w)
       await until(() => rw.writer === w.threadId, `round ${round}: the worker did not take the write lock`)
-      const request = settled(rw.acquireWrite())
+      const request = settled(rw.acquireWrite(UNREF))
       spinUntil(() => rw.waiting === 1, 1000)
       // The worker releases; this thread stays in synchronous code, so its
       // request is woken (or granted) but cannot complete.
@@ -596,7 +600,7 @@ describe('a terminated reader gives its read lock back: a writer gets the lock, 
     const rw = new RWLock()
     const w = await deadReader(rw)
     await w.terminate()
-    const release = await within(rw.acquireWrite(), 3000, 'no writer ever got the lock after its reader was terminated')
+    const release = await within(rw.acquireWrite(UNREF), 3000, 'no writer ever got the lock after its reader was terminated')
     assert.strictEqual(release.ownerDied, true, 'the writer was not told that a holder died')
     release()
     assert.strictEqual(rw.readers, 0)
@@ -606,7 +610,7 @@ describe('a terminated reader gives its read lock back: a writer gets the lock, 
   it('acquireWrite() queued before the reader is terminated', async () => {
     const rw = new RWLock()
     const w = await deadReader(rw)
-    const request = rw.acquireWrite()
+    const request = rw.acquireWrite(UNREF)
     await until(() => rw.waiting === 1, 'the write request did not queue')
     await w.terminate()
     const release = await within(request, 3000, 'the queued writer never got the lock after its reader was terminated')
@@ -679,12 +683,12 @@ describe('a thread\'s own requests are granted in the order it made them', funct
       const order = []
       // The first is released at once; so is the second if it comes first
       // (the first waits for it), otherwise it is held into the next round.
-      const p1 = lock.acquire().then((r) => {
+      const p1 = lock.acquire(UNREF).then((r) => {
         order.push(1)
         r()
       })
       release()
-      const p2 = lock.acquire().then((r) => {
+      const p2 = lock.acquire(UNREF).then((r) => {
         order.push(2)
         if (order.length === 2) return r
         r()
@@ -735,7 +739,7 @@ describe('a thread\'s own requests are granted in the order it made them', funct
       const requests = []
       // The first is kept to check its flag; the others are released at once.
       for (let i = 0; i < count; i++) {
-        requests.push(lock.acquire().then((release) => {
+        requests.push(lock.acquire(UNREF).then((release) => {
           order.push(i)
           if (i === 0) return release
           release()
