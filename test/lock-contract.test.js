@@ -718,8 +718,8 @@ describe('a thread\'s own requests are granted in the order it made them', funct
   })
 
   it('AsyncLock requests after an owner-died grant, while a worker hammers: in order, the first flagged ownerDied', async () => {
-    // Each round a worker takes the lock and dies holding it. Odd rounds:
-    // three requests of this thread wait meanwhile. Even rounds: one waits,
+    // Each round a worker takes the lock and dies holding it. Every fourth
+    // round three requests of this thread wait meanwhile; the others: one waits,
     // and once it has the lock (flagged) the thread queues one more,
     // releases, and requests again at once (pairs()).
     const lock = track(new AsyncLock())
@@ -727,14 +727,14 @@ describe('a thread\'s own requests are granted in the order it made them', funct
     const hammer = spawn('lock-loop', lock, ctl)
     await until(() => Atomics.load(ctl, STARTED) === 1, 'the hammer did not start', 20000)
     const failures = []
-    for (let round = 1; round <= 30 && failures.length === 0; round++) {
+    for (let round = 1; round <= 40 && failures.length === 0; round++) {
       // The hammer pauses while the holder takes the lock and this thread
       // queues, so that this thread's first request is the oldest waiter.
       Atomics.store(ctl, PAUSE, 1)
       await until(() => Atomics.load(ctl, PAUSED) === 1, `round ${round}: the hammer did not pause`)
       const [holder] = await started(new TestWorker({ locks: [lock] }))
       await holder.run(({ locks }) => { locks[0].lock() }, undefined, 5000)
-      const count = round % 2 ? 3 : 1
+      const count = round % 4 === 1 ? 3 : 1
       const order = []
       const requests = []
       // The first is kept to check its flag; the others are released at once.
