@@ -113,7 +113,7 @@ describe('a promise-style release releases before the next synchronous statement
       const ctl = control()
       const workers = [spawn('lock-try-loop', lock, ctl), spawn('lock-loop', lock, ctl)]
       await until(() => Atomics.load(ctl, STARTED) === 2, 'the workers did not start', 20000)
-      const rounds = 150
+      const rounds = 100
       const misses = []
       for (let round = 1; round <= rounds; round++) {
         for (let k = 0; k < 4; k++) await lock.executeLocked(() => {})
@@ -126,9 +126,9 @@ describe('a promise-style release releases before the next synchronous statement
         }
         // Synchronous from here to the end of the round.
         const mine = lock.owner === threadId
-        const taken = spinUntil(() => Atomics.load(ctl, ACK) === round, 200)
+        const taken = spinUntil(() => Atomics.load(ctl, ACK) === round, 500)
         if (mine || !taken) misses.push({ round, mine, taken })
-        if (misses.length === 3) break // enough evidence; each miss costs 200 ms
+        if (misses.length === 3) break // enough evidence; each miss costs 500 ms
       }
       Atomics.store(ctl, STOP, 1)
       const reports = await within(Promise.all(workers.map((w) => w.done)), 10000, 'the workers did not stop')
