@@ -340,6 +340,35 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
       })
     }
   }
+  // The waiter is a promise request (of this thread) this time: a wake-up
+  // reaches it through its event loop, and meanwhile the holder must not
+  // run on past the bound. Ten requests, each checked.
+  for (const [name, holderMode, make, take] of [
+    ['AsyncLock: acquire() while another thread loops on lock()/unlock()', 'lock-holder', () => new AsyncLock(),
+      (l) => l.acquire(UNREF)],
+    ['RWLock: acquireWrite() while another thread loops on acquireWriteSync()/releaseWrite()', 'rw-holder',
+      () => new RWLock(), (l) => l.acquireWrite(UNREF)]
+  ]) {
+    it(`${name}, 0.5 ms sections`, async () => {
+      const hold = 0.5
+      const lock = make()
+      if (lock instanceof AsyncLock) track(lock)
+      const ctl = control()
+      const holder = spawn(holderMode, lock, ctl, { holdMs: hold, rounds: Math.ceil(20000 / hold) })
+      await until(() => Atomics.load(ctl, SECTIONS) >= 1, 'the holder did not start', 20000)
+      for (let i = 0; i < 10; i++) {
+        const before = Atomics.load(ctl, SECTIONS)
+        const t0 = performance.now()
+        const release = await within(take(lock), 5000, `request ${i} was never granted`)
+        const report = { sections: Atomics.load(ctl, SECTIONS) - before, waited: performance.now() - t0 }
+        release()
+        check(report, `promise request ${i}`, hold)
+        await sleep(3)
+      }
+      Atomics.store(ctl, STOP, 1)
+      await within(holder.done, 10000, 'the holder did not stop')
+    })
+  }
 })
 
 describe('two AsyncLock objects on one lock word in one thread wait for each other, not forever', function () {
