@@ -30,8 +30,8 @@ const UNATTENDED = 5
 const PAUSE = 6
 const PAUSED = 7
 
-// The policy's numbers. The fallback holds until index.js exports them.
-const policy = tl.lockPolicy || { sliceGrants: 2048, sliceMs: 0.3, starvationMs: 1 }
+// The policy's numbers, as the core defines them.
+const policy = tl.lockPolicy
 
 // For requests that a broken lock may leave pending forever: they must not
 // keep the test process alive once their test has failed.
