@@ -5,10 +5,12 @@
 # npm and a few basic tools but no C compiler, make or Python installs it
 # into a fresh directory, so that the install can only succeed through the
 # prebuild; then the package is loaded through require and through import,
-# and a lock passes between threads. The same installed package is then
-# checked in the real Node of linux-arm64 (under qemu) and of win32-x64
-# (under wine), through scripts/cross.js: the install script, run by that
-# Node, takes that platform's prebuild, and the same smoke tests pass.
+# a lock passes between threads, and five threads count under one lock
+# (smoke-threads.cjs, with a wait's timeout and a waitAsync). The same
+# installed package is then checked in the real Node of linux-arm64 (under
+# qemu) and of win32-x64 (under wine), through scripts/cross.js: the install
+# script, run by that Node, takes that platform's prebuild, and the same
+# smoke tests pass.
 # Needs what .ci/cross.sh sets up (toolchains, wine, qemu with binfmt_misc).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,7 +46,8 @@ done
 
 app="$tmp/app"
 mkdir "$app"
-cp test/packed/smoke.cjs test/packed/smoke.mjs test/packed/smoke-worker.cjs "$app/"
+cp test/packed/smoke.cjs test/packed/smoke.mjs test/packed/smoke-worker.cjs \
+  test/packed/smoke-threads.cjs "$app/"
 (
   cd "$app"
   export PATH="$bin"
@@ -60,6 +63,7 @@ cp test/packed/smoke.cjs test/packed/smoke.mjs test/packed/smoke-worker.cjs "$ap
   fi
   timeout 60 node smoke.cjs
   timeout 60 node smoke.mjs
+  timeout 60 node smoke-threads.cjs
 )
 echo "packed: $tarball installs without a compiler and works through require and import"
 
@@ -76,7 +80,7 @@ for target in linux-arm64 win32-x64; do
       echo "packed: the install script on $target did not take the prebuild" >&2
       exit 1
     fi
-    for smoke in smoke.cjs smoke.mjs; do
+    for smoke in smoke.cjs smoke.mjs smoke-threads.cjs; do
       node "$root/scripts/cross.js" node "$target" "$smoke" >"$tmp/smoke.log" 2>&1 ||
         { cat "$tmp/smoke.log" >&2; echo "packed: $smoke failed on $target" >&2; exit 1; }
       cat "$tmp/smoke.log"
