@@ -12,7 +12,14 @@
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
       "conditions": [
         ["OS=='linux'", {
+          "sources": ["src/platform_linux.c"],
           "ldflags": ["-Wl,-z,nodelete"]
+        }],
+        ["OS=='win'", {
+          "sources": ["src/platform_win.c"]
+        }],
+        ["OS!='linux' and OS!='win'", {
+          "sources": ["src/platform_none.c"]
         }]
       ],
       "xcode_settings": {
