@@ -5,13 +5,16 @@
       "sources": [
         "src/binding.c", "src/binding_names.c", "src/env.c", "src/ready.c",
         "src/heap.c", "src/table.c", "src/gates.c", "src/owners.c",
-        "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c"
+        "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c",
+        "src/host/binding_host.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
       "conditions": [
         ["OS=='linux'", {
-          "ldflags": ["-Wl,-z,nodelete"]
+          "ldflags": ["-Wl,-z,nodelete"],
+          "sources": ["src/host/core.c", "src/host/platform_linux.c"],
+          "defines": ["TL_HOST_SUPPORTED"]
         }]
       ],
       "xcode_settings": {
