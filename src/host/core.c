@@ -109,6 +109,11 @@ struct tl_host_s {
   /* Which nodes are this attachment's and what poll last reported of
    * each (TL_HOST_FREE: not ours). Protected by the table's crit. */
   uint8_t mine[TL_HOST_NODES];
+  /* Taken before the table's crit by every thread of the attachment (the
+   * JS thread, the helper, the watchers), so that the slot number in crit
+   * names one thread at a time and "crit holds my own slot number" can
+   * only mean a dead earlier owner of the slot. */
+  tl_hp_mutex_t *local;
   /* Protected by `lock` (a process-local mutex). */
   tl_hp_mutex_t *lock;
   tl_watch_t watch[TL_HOST_SLOTS];
@@ -162,6 +167,7 @@ tl__crit_lock(tl_host_t *h)
   uint32_t me = h->slot + 1;
   uint32_t take = me;
 
+  tl__hp_mutex_lock(h->local);
   for (;;) {
     uint32_t v = 0;
     if (atomic_compare_exchange_strong(w, &v, take))
@@ -195,6 +201,7 @@ tl__crit_unlock(tl_host_t *h)
   uint32_t v = atomic_exchange(&h->t->hdr.crit, 0);
   if (v & TL_WAITERS)
     tl__hp_wake((uint32_t *)&h->t->hdr.crit, 1);
+  tl__hp_mutex_unlock(h->local);
 }
 
 /* ---- checked access ---------------------------------------------------- */
@@ -587,7 +594,8 @@ tl_host_attach(const char *dir, char *err, size_t errlen)
   }
   h->fd = -1;
   h->lock = tl__hp_mutex_new();
-  if (h->lock == NULL) {
+  h->local = tl__hp_mutex_new();
+  if (h->lock == NULL || h->local == NULL) {
     strncpy(err, "out of memory", errlen);
     goto fail;
   }
@@ -668,6 +676,8 @@ fail:
     tl__hp_close(h->fd);
   if (h->lock != NULL)
     tl__hp_mutex_free(h->lock);
+  if (h->local != NULL)
+    tl__hp_mutex_free(h->local);
   free(h);
   return NULL;
 }
@@ -710,6 +720,7 @@ tl_host_detach(tl_host_t *h)
   tl__hp_unmap(h->t, h->size);
   tl__hp_close(h->fd);
   tl__hp_mutex_free(h->lock);
+  tl__hp_mutex_free(h->local);
   free(h);
 }
 
