@@ -31,15 +31,23 @@ function parseRequest (name, options, callback) {
 
 function noop () {}
 
+// The errors of the shared checks, worded for requestSync. Errors thrown by
+// the caller's own code (a name's toString) pass unchanged.
+function reword (err) {
+  const prefix = 'LockManager.request:'
+  if (!(err instanceof Error || err instanceof DOMException) || !String(err.message).startsWith(prefix)) return err
+  const message = 'LockManager.requestSync:' + err.message.slice(prefix.length)
+  if (err instanceof DOMException) return new DOMException(message, err.name)
+  return new err.constructor(message)
+}
+
 /** Checks requestSync(name, [options]): the same members, plus timeout. */
 function parseSyncRequest (name, options) {
   let r
   try {
     r = parseLocksRequest(name, options, noop)
   } catch (err) {
-    // The same checks, worded for this method.
-    if (typeof err.message === 'string') err.message = err.message.replace(/^LockManager\.request:/, 'LockManager.requestSync:')
-    throw err
+    throw reword(err)
   }
   // The calling thread is blocked while it waits: nothing could abort it.
   if (r.signal !== undefined) throw notSupported('LockManager.requestSync: signal is not supported (the thread is blocked while it waits); use timeout')
