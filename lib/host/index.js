@@ -11,6 +11,7 @@ const { HostError, codes } = require('./errors')
 const { LockManager, kDoorbell } = require('./LockManager')
 const { Lock } = require('./Lock')
 const { HeldLock } = require('./HeldLock')
+const { LockError } = require('../errors')
 
 // Creates the directory (mode 0700) if missing; the per-user default must
 // be a directory of this user that only this user can enter, since anyone
@@ -56,4 +57,4 @@ function createLockManager (options) {
   return manager
 }
 
-module.exports = { createLockManager, LockManager, Lock, HeldLock, HostError, codes }
+module.exports = { createLockManager, LockManager, Lock, HeldLock, HostError, LockError, codes }
