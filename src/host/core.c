@@ -307,30 +307,37 @@ tl__unlink(tl_host_t *h, tl_node_t *n)
   return 0; /* not linked */
 }
 
+/* Tells the owner of `n` that its node changed. A blocking (SYNC) waiter
+ * sleeps on its node's word; an event loop learns of grants and steals
+ * through its slot's doorbell, which a steal rings for SYNC holders too
+ * (their lock's signal aborts from the event loop). */
 static void
-tl__ring(tl_host_t *h, tl_node_t *n)
+tl__ring(tl_host_t *h, tl_node_t *n, int steal)
 {
   if (n->flags & TL_HOST_SYNC) {
     atomic_fetch_add(&n->word, 1);
     tl__hp_wake((uint32_t *)&n->word, 1);
+    if (!steal)
+      return;
   }
   if (n->slot < TL_HOST_SLOTS) {
-    /* The doorbell also rings for SYNC nodes: a steal of a lock held by a
-     * blocking caller aborts its signal from the event loop. */
     tl_slot_t *s = &h->t->slots[n->slot];
     atomic_fetch_add(&s->doorbell, 1);
     tl__hp_wake((uint32_t *)&s->doorbell, 1);
   }
 }
 
+/* Grants `n`. `ring` is false when the grant happens inside its own
+ * request, whose caller learns of it from the return value. */
 static void
-tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n)
+tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
 {
   n->token = ++h->t->hdr.fence;
   n->owner_died = e->died;
   e->died = 0;
   atomic_store(&n->state, TL_HOST_HELD);
-  tl__ring(h, n);
+  if (ring)
+    tl__ring(h, n, 0);
 }
 
 /* Web Locks "process the lock request queue": grants the waiting requests
@@ -352,7 +359,7 @@ tl__process(tl_host_t *h, uint32_t at)
     if (st == TL_HOST_WAITING) {
       if (excl ? held_any : held_excl)
         break;
-      tl__grant(h, e, n);
+      tl__grant(h, e, n, 1);
       st = TL_HOST_HELD;
     }
     if (st == TL_HOST_HELD) {
@@ -796,7 +803,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
         tl__unlink(h, c);
         if (c->slot < TL_HOST_SLOTS && tl__alive(h, c->slot)) {
           atomic_store(&c->state, TL_HOST_STOLEN);
-          tl__ring(h, c);
+          tl__ring(h, c, 1);
         } else {
           atomic_store(&c->state, TL_HOST_FREE);
         }
@@ -808,7 +815,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
     if (e->tail == 0)
       e->tail = e->head;
     atomic_store(&n->state, TL_HOST_WAITING);
-    tl__grant(h, e, n);
+    tl__grant(h, e, n, 0);
   } else {
     r = tl__grantable(h, e, excl, &dead);
     if (r < 0)
@@ -843,7 +850,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       raise(SIGKILL); /* the tail still points at the old last node */
     e->tail = ref;
     if (r)
-      tl__grant(h, e, n);
+      tl__grant(h, e, n, 0);
     else
       queued = 1;
   }
