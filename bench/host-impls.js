@@ -16,7 +16,9 @@ function load (name) {
   for (const dir of dirs) {
     try {
       return createRequire(path.join(dir, 'package.json'))(name)
-    } catch {}
+    } catch {
+      // Not there: try the next directory.
+    }
   }
   return null
 }
@@ -25,7 +27,7 @@ function load (name) {
 // is held until the returned function is called.
 function viaCallback (request) {
   return () => new Promise((resolve, reject) => {
-    request((lock) => new Promise((release) => resolve(release))).catch(reject)
+    request(() => new Promise((release) => resolve(release))).catch(reject)
   })
 }
 

@@ -128,8 +128,8 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
   tl_hostref_t *r;
 
   TL_GET_ARGS(env, info, 2, argv);
-  TL_NAPI_CALL(env,
-               napi_get_value_string_utf8(env, argv[0], dir, sizeof(dir), &len));
+  TL_NAPI_CALL(
+      env, napi_get_value_string_utf8(env, argv[0], dir, sizeof(dir), &len));
   if (len >= sizeof(dir) - 1) {
     napi_throw_range_error(env, NULL, "threadlock/host: path too long");
     return NULL;
@@ -218,8 +218,8 @@ tl_napi_host_request(napi_env env, napi_callback_info info)
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  TL_NAPI_CALL(env, napi_get_value_string_utf8(env, argv[1], name,
-                                               sizeof(name), &len));
+  TL_NAPI_CALL(
+      env, napi_get_value_string_utf8(env, argv[1], name, sizeof(name), &len));
   TL_NAPI_CALL(env, napi_get_value_int32(env, argv[2], &flags));
   if (len > TL_HOST_NAME_MAX)
     return tl__int(env, TL_HOST_ENAMES);
@@ -327,7 +327,8 @@ tl_napi_host_poll(napi_env env, napi_callback_info info)
     if (napi_get_boolean(env, l.items[i].died != 0, &items[3]) != napi_ok)
       goto fail;
     entry = tl__array(env, items, 4);
-    if (entry == NULL || napi_set_element(env, out, (uint32_t)i, entry) != napi_ok)
+    if (entry == NULL ||
+        napi_set_element(env, out, (uint32_t)i, entry) != napi_ok)
       goto fail;
   }
   free(l.items);
@@ -493,7 +494,8 @@ tl__host_exports(napi_env env, napi_value exports)
                  napi_set_named_property(env, table, constants[i].name, c));
   }
   TL_NAPI_CALL(env, napi_object_freeze(env, table));
-  TL_NAPI_CALL(env, napi_set_named_property(env, exports, "hostConstants", table));
+  TL_NAPI_CALL(env,
+               napi_set_named_property(env, exports, "hostConstants", table));
   TL_NAPI_CALL(env, napi_get_boolean(env, true, &v));
   TL_NAPI_CALL(env, napi_set_named_property(env, exports, "hostSupported", v));
   return exports;

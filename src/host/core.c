@@ -35,9 +35,9 @@
 #define TL_MAGIC 0x74736f686b636f6cULL /* "lockhost" */
 #define TL_VERSION 1u
 #define TL_FILE "threadlock-host.table"
-#define TL_LIVE 1u            /* liveness byte of slot i: TL_LIVE + i */
+#define TL_LIVE 1u             /* liveness byte of slot i: TL_LIVE + i */
 #define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
-#define TL_CRIT_SLICE_MS 50   /* re-check the owner's liveness this often */
+#define TL_CRIT_SLICE_MS 50    /* re-check the owner's liveness this often */
 
 enum { SLOT_FREE = 0, SLOT_ATTACHED = 1 };
 enum { NAME_EMPTY = 0, NAME_USED = 1, NAME_TOMB = 2 };
@@ -457,8 +457,8 @@ tl__repair(tl_host_t *h)
     for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
       tl_node_t *n = &t->nodes[i];
       uint32_t st = atomic_load(&n->state);
-      if (st != TL_HOST_FREE && st != TL_HOST_WAITING &&
-          st != TL_HOST_HELD && st != TL_HOST_STOLEN) {
+      if (st != TL_HOST_FREE && st != TL_HOST_WAITING && st != TL_HOST_HELD &&
+          st != TL_HOST_STOLEN) {
         atomic_store(&n->state, TL_HOST_FREE);
         continue;
       }
@@ -906,8 +906,8 @@ tl_host_release(tl_host_t *h, uint32_t node)
 }
 
 int
-tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
-             uint64_t *token, int *owner_died)
+tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms, uint64_t *token,
+             int *owner_died)
 {
   uint64_t deadline = timeout_ms < 0 ? 0 : tl__hp_monotonic_ms() + timeout_ms;
   tl_node_t *n;

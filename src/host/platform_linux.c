@@ -305,9 +305,8 @@ void
 tl__hp_cancel_point(int enabled)
 {
   int old;
-  pthread_setcancelstate(enabled ? PTHREAD_CANCEL_ENABLE
-                                 : PTHREAD_CANCEL_DISABLE,
-                         &old);
+  pthread_setcancelstate(
+      enabled ? PTHREAD_CANCEL_ENABLE : PTHREAD_CANCEL_DISABLE, &old);
 }
 
 struct tl_hp_mutex_s {
