@@ -129,4 +129,24 @@ describe('threadlock/host when a process dies', function () {
     assert.strictEqual(stats.slots, 2, 'the dead slot was freed')
     assert.strictEqual(stats.nodes, 1, 'only the held request has a node')
   })
+
+  it('two PID namespaces sharing the directory (both children are pid 1): exclusion and recovery work', async function () {
+    // Needs root (CI runs as root): as root it always runs, and fails if
+    // unshare does; elsewhere it runs where unshare works.
+    const probe = require('child_process').spawnSync('unshare', ['--pid', '--kill-child', 'true'])
+    if (process.getuid() !== 0 && probe.status !== 0) this.skip()
+    const wrap = ['unshare', '--pid', '--kill-child']
+    const [a, b] = await spawn(dir, 2, {}, wrap)
+    const ra = a.send('request', { name: 'ns' })
+    await a.event(ra, 'granted')
+    const rb = b.send('request', { name: 'ns' })
+    await pending(b, 1)
+    const snap = (await b.call('query')).snapshot
+    // Each sees itself as pid 1: pids cannot tell them apart, OFD locks can.
+    assert.deepStrictEqual([...snap.held, ...snap.pending].map((e) => e.pid), [1, 1])
+    assert.notStrictEqual(snap.held[0].clientId, snap.pending[0].clientId)
+    await a.kill('SIGKILL')
+    const gb = await b.event(rb, 'granted', 5000)
+    assert.strictEqual(gb.ownerDied, true)
+  })
 })
