@@ -189,11 +189,16 @@ class LockManager {
   [kDoorbell] () {
     if (this.#closed) return
     const changes = native.hostPoll(this.#handle)
+    // The doorbell's call is a task of its own, so the first callback of
+    // the batch runs from it directly (it saves a turn of the event loop on
+    // every hand-off); the others get a task each, as in threadlock.locks.
+    let direct = true
     for (const [node, state, token, ownerDied] of changes) {
       const e = this.#entries.get(node)
       if (e === undefined) continue
       if (state === C.HELD && e.state === 'waiting') {
-        this.#grant(e, token, ownerDied)
+        this.#grant(e, token, ownerDied, direct)
+        direct = false
       } else if (state === C.STOLEN) {
         this.#stolen(e)
       }
@@ -242,8 +247,9 @@ class LockManager {
     e.state = 'done'
   }
 
-  // A grant: the callback runs from a task of its own.
-  #grant (e, token, ownerDied) {
+  // A grant: the callback runs from a task of its own (`direct`: the
+  // current one).
+  #grant (e, token, ownerDied, direct = false) {
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
@@ -252,7 +258,7 @@ class LockManager {
     this.#hold(e.r.name, 1)
     e.controller = new AbortController()
     const signal = e.r.signal
-    later(() => {
+    const run = () => {
       // Web Locks: a lock granted to an aborted request is released
       // without running its callback.
       if (signal !== undefined && signal.aborted) {
@@ -269,7 +275,9 @@ class LockManager {
         result = Promise.reject(err)
       }
       result.then((value) => this.#settle(e, true, value), (err) => this.#settle(e, false, err))
-    })
+    }
+    if (direct) run()
+    else later(run)
   }
 
   // Releases the node of a finished lock; returns the state it had.
