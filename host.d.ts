@@ -15,6 +15,15 @@ type DisposeSymbol = SymbolConstructor extends {
   ? K
   : never
 
+/**
+ * A `file:` URL, typed by the part used, so that no DOM or @types/node type
+ * is needed (the URL of both satisfies it).
+ */
+export interface FileURLLike {
+  readonly href: string
+  readonly protocol: string
+}
+
 /** Options of {@link createLockManager}. */
 export interface LockManagerOptions {
   /**
@@ -24,7 +33,7 @@ export interface LockManagerOptions {
    * Default: `$XDG_RUNTIME_DIR/threadlock`, else `threadlock-<uid>` in the
    * temporary directory.
    */
-  path?: string | URL
+  path?: string | FileURLLike
 }
 
 /** Options of {@link LockManager.request}, as in threadlock.locks. */
