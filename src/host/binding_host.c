@@ -9,16 +9,17 @@
  * createLockManager() can say why it cannot work.
  */
 #include <node_api.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "../env.h"
 
 napi_value tl__host_exports(napi_env env, napi_value exports);
 
 #ifdef TL_HOST_SUPPORTED
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "host.h"
 #include "platform.h"

@@ -929,6 +929,16 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms, uint64_t *token,
     }
     tl__hp_wait((uint32_t *)&n->word, w, left);
   }
+  /* Granted (or stolen): the grant wrote the token before the state, and
+   * nobody but this thread changes the node of a live owner now, so no
+   * lock is needed to read it. `mine` is this attachment's JS thread's. */
+  r = (int)atomic_load(&n->state);
+  if (r == TL_HOST_HELD || r == TL_HOST_STOLEN) {
+    h->mine[node] = (uint8_t)r;
+    *token = n->token;
+    *owner_died = (int)n->owner_died;
+    return r;
+  }
   tl__crit_lock(h);
   r = (int)atomic_load(&n->state);
   if (r == TL_HOST_WAITING) {
