@@ -109,6 +109,14 @@ describe('threadlock/host: bad input', function () {
       assert.throws(() => m.requestSync('n'), (e) => e.code === 'ECLOSED' && e.message === 'LockManager.requestSync: the lock manager is closed')
     })
 
+    it('without a host core for the platform, the module loads and createLockManager throws HostError ENOTSUP', () => {
+      // The addon of a platform without src/host/ exports hostSupported: false.
+      const script = "const native = require('./lib/native'); native.hostSupported = false; " +
+        "const host = require('./host'); try { host.createLockManager({ path: '/nonexistent' }) } catch (e) { console.log(e.name, e.code, e.message) }"
+      const out = execFileSync(process.execPath, ['-e', script], { cwd: path.join(__dirname, '..') }).toString().trim()
+      assert.strictEqual(out, `HostError ENOTSUP createLockManager: threadlock/host is not supported on this platform yet (${process.platform}); it works on Linux today`)
+    })
+
     it('the default directory is $XDG_RUNTIME_DIR/threadlock, created with mode 0700', () => {
       const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'tl-xdg-'))
       const script = "const m = require('./host').createLockManager(); console.log(m.path); m.close()"
