@@ -807,6 +807,12 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
         } else {
           atomic_store(&c->state, TL_HOST_FREE);
         }
+      } else if (c->slot < TL_HOST_SLOTS && c->slot != h->slot) {
+        /* A waiter now waits behind a new holder: its attachment's helper
+         * makes sure that holder is watched (tl_host_doorbell_wait). */
+        tl_slot_t *ws = &h->t->slots[c->slot];
+        atomic_fetch_add(&ws->doorbell, 1);
+        tl__hp_wake((uint32_t *)&ws->doorbell, 1);
       }
     }
     e->died = 0;
