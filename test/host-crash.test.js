@@ -70,6 +70,25 @@ describe('threadlock/host when a process dies', function () {
     }
   })
 
+  it('a process that attached after the waiter, stole the lock and died: the waiter is granted with ownerDied', async () => {
+    const [a, b] = await spawn(dir, 2)
+    const ra = a.send('request', { name: 'sd' })
+    await a.event(ra, 'granted')
+    const rb = b.send('request', { name: 'sd' })
+    await pending(b, 1)
+    // C attaches only now, after B started watching the processes ahead.
+    const [c] = await spawn(dir, 1)
+    const rc = c.send('request', { name: 'sd', options: { steal: true } })
+    await c.event(rc, 'granted')
+    await a.event(ra, 'rejected')
+    // A leaves, so that B alone can notice C's death.
+    await a.call('close')
+    await sleep(50)
+    await c.kill('SIGKILL')
+    const gb = await b.event(rb, 'granted', 5000)
+    assert.strictEqual(gb.ownerDied, true)
+  })
+
   it('SIGSTOP of a holder is not a death', async () => {
     const [a, b] = await spawn(dir, 2)
     const ra = a.send('request', { name: 'st' })

@@ -109,6 +109,9 @@ struct tl_host_s {
   /* Which nodes are this attachment's and what poll last reported of
    * each (TL_HOST_FREE: not ours). Protected by the table's crit. */
   uint8_t mine[TL_HOST_NODES];
+  /* How many entries of `mine` are set: read by the helper thread, which
+   * watches other processes only while this attachment has requests. */
+  _Atomic uint32_t owned;
   /* Taken before the table's crit by every thread of the attachment (the
    * JS thread, the helper, the watchers), so that the slot number in crit
    * names one thread at a time and "crit holds my own slot number" can
@@ -391,8 +394,10 @@ static void
 tl__node_free(tl_host_t *h, tl_node_t *n)
 {
   uint32_t i = tl__node_ref(h, n) - 1;
-  if (n->slot == h->slot)
+  if (n->slot == h->slot && h->mine[i] != TL_HOST_FREE) {
     h->mine[i] = TL_HOST_FREE;
+    atomic_fetch_sub(&h->owned, 1);
+  }
   n->next = 0;
   atomic_store(&n->state, TL_HOST_FREE);
 }
@@ -861,6 +866,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       queued = 1;
   }
   h->mine[tl__node_ref(h, n) - 1] = (uint8_t)atomic_load(&n->state);
+  atomic_fetch_add(&h->owned, 1);
   *node = tl__node_ref(h, n) - 1;
   *token = n->token;
   *owner_died = (int)n->owner_died;
@@ -977,6 +983,7 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data)
     if (n->slot != h->slot || st == TL_HOST_FREE) {
       /* Taken away by a repair: the request is lost as if stolen. */
       h->mine[i] = TL_HOST_FREE;
+      atomic_fetch_sub(&h->owned, 1);
       visit(data, i, TL_HOST_STOLEN, 0, 0);
       continue;
     }
@@ -1032,7 +1039,8 @@ tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
     uint32_t v = atomic_load(d);
     if (v != *seen) {
       *seen = v;
-      tl__watch_all(h);
+      if (atomic_load(&h->owned) > 0)
+        tl__watch_all(h);
       return 0;
     }
     tl__hp_wait((uint32_t *)d, v, -1);
