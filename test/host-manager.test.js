@@ -90,6 +90,26 @@ describe('threadlock/host in one process', function () {
     await a.close()
   })
 
+  it('a lock stolen between its grant and its callback: the request rejects and no node is left', async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    for (let i = 0; i < 20; i++) {
+      let signal = null
+      const p = a.request('sb', (lock) => { signal = lock.signal })
+      // Granted at once; its callback waits for a task of its own, and the
+      // steal comes first.
+      const held = b.requestSync('sb', { steal: true })
+      await assert.rejects(p, (err) => err.name === 'AbortError')
+      // The callback either never ran or saw its signal abort.
+      await sleep(5)
+      assert.ok(signal === null || signal.aborted)
+      assert.strictEqual(a.stats().nodes, 1, `round ${i}: only b's lock has a node`)
+      held.release()
+    }
+    await a.close()
+    await b.close()
+  })
+
   it('worker threads that name the same directory exclude each other', async () => {
     const file = path.join(dir, 'count.txt')
     fs.writeFileSync(file, '0')

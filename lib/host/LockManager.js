@@ -290,16 +290,28 @@ class LockManager {
   #settle (e, ok, value) {
     // The lock is released before the request settles, as in Web Locks.
     const stolen = e.stolen === true
-    if (this.#entries.has(e.node)) this.#finish(e)
+    const was = this.#entries.has(e.node) ? this.#finish(e) : C.HELD
     if (stolen) return // rejected already
-    if (e.lost !== null) e.reject(e.lost)
-    else if (ok) e.resolve(value)
-    else e.reject(value)
+    if (e.lost !== null) {
+      e.reject(e.lost)
+    } else if (was === C.STOLEN) {
+      // Stolen before this process heard of it: the release finds out.
+      e.stolen = true
+      const err = stolenError('LockManager.request')
+      e.controller.abort(err)
+      e.reject(err)
+    } else if (ok) {
+      e.resolve(value)
+    } else {
+      e.reject(value)
+    }
   }
 
   // Web Locks "request a lock", steal: the holder's request rejects with an
   // AbortError at once, and its lock's signal aborts; the callback keeps
-  // running. A request stolen before its callback ran never runs it.
+  // running. A callback whose task was queued before the steal still runs,
+  // with its signal aborted, as in threadlock.locks; its release then gives
+  // the node back.
   #stolen (e) {
     if (e.stolen || e.state === 'done') return
     e.stolen = true

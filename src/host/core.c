@@ -270,13 +270,25 @@ tl__name_find(tl_host_t *h, const char *name, size_t len, int create)
   return free_at;
 }
 
-/* A name whose list is empty is no longer needed. */
+/* A name whose list is empty is no longer needed. Linear probing needs a
+ * tombstone there, unless the entry after it is empty: then it and the
+ * tombstones before it can be empty too, which keeps the probe chains of
+ * later lookups short. */
 static void
 tl__name_trim(tl_host_t *h, uint32_t at)
 {
   tl_name_t *e = &h->t->names[at];
-  if (e->head == 0 && !e->died)
-    e->state = NAME_TOMB;
+  if (e->head != 0 || e->died)
+    return;
+  e->state = NAME_TOMB;
+  if (h->t->names[(at + 1) % TL_HOST_NAMES].state != NAME_EMPTY)
+    return;
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    tl_name_t *c = &h->t->names[(at + TL_HOST_NAMES - i) % TL_HOST_NAMES];
+    if (c->state != NAME_TOMB)
+      break;
+    c->state = NAME_EMPTY;
+  }
 }
 
 /* Unlinks `n` from its name's list. */
