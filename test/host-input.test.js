@@ -117,6 +117,18 @@ describe('threadlock/host: bad input', function () {
       assert.strictEqual(out, `HostError ENOTSUP createLockManager: threadlock/host is not supported on this platform yet (${process.platform}); it works on Linux today`)
     })
 
+    for (const [magic, fsName] of [['0x6969', 'NFS'], ['0xFF534D42', 'CIFS'], ['0x01021997', '9p'], ['0x65735546', 'FUSE \\(or virtiofs\\)']]) {
+      it(`a directory on ${fsName.replace(/\\/g, '')} is refused with HostError EFSTYPE, pointing to threadlock/postgres`, () => {
+        // The file system's type is stood in through a test hook of
+        // src/host/platform_linux.c: CI cannot mount each of them.
+        const d = scopeDir()
+        const script = `try { require('./host').createLockManager({ path: ${JSON.stringify(d)} }); console.log('attached') } catch (e) { console.log(e.name, e.code, e.message) }`
+        const out = execFileSync(process.execPath, ['-e', script], { cwd: path.join(__dirname, '..'), env: { ...process.env, THREADLOCK_HOST_TEST_FSTYPE: magic } }).toString().trim()
+        assert.match(out, new RegExp(`^HostError EFSTYPE createLockManager: '.*' is on a ${fsName} file system, .*use threadlock/postgres to lock across machines$`))
+        assert.ok(!fs.existsSync(path.join(d, 'threadlock-host.table')), 'no table file was created')
+      })
+    }
+
     it('the default directory is $XDG_RUNTIME_DIR/threadlock, created with mode 0700', () => {
       const runtime = fs.mkdtempSync(path.join(os.tmpdir(), 'tl-xdg-'))
       const script = "const m = require('./host').createLockManager(); console.log(m.path); m.close()"
