@@ -133,6 +133,29 @@ describe('threadlock/host in one process', function () {
     assert.strictEqual(fs.readFileSync(file, 'utf8'), '600')
   })
 
+  it('worker.terminate() ends a worker blocked in requestSync; its request leaves the queue', async () => {
+    const m = createLockManager({ path: dir })
+    const held = m.requestSync('term')
+    const code = `
+      const { workerData, parentPort } = require('worker_threads')
+      const { createLockManager } = require(${JSON.stringify(path.join(__dirname, '..', 'host'))})
+      const m = createLockManager({ path: workerData.dir })
+      parentPort.postMessage('waiting')
+      m.requestSync('term')
+      parentPort.postMessage('granted')
+    `
+    const w = new Worker(code, { eval: true, workerData: { dir } })
+    const messages = []
+    w.on('message', (msg) => messages.push(msg))
+    while ((await m.query()).pending.length === 0) await sleep(5)
+    await within(w.terminate(), 5000, 'terminate() of a worker blocked in requestSync')
+    assert.deepStrictEqual(messages, ['waiting'])
+    assert.deepStrictEqual((await m.query()).pending, [])
+    held.release()
+    assert.strictEqual(m.stats().nodes, 0)
+    await m.close()
+  })
+
   it('tokens keep increasing when the table is rebuilt by a first attacher', async () => {
     const a = createLockManager({ path: dir })
     const t1 = a.requestSync('t').token

@@ -11,7 +11,8 @@
 const native = require('../native')
 const { parseRequest, parseSyncRequest } = require('./options')
 const { HostError, codes } = require('./errors')
-const { LockError, codes: lockCodes, timeoutError, deadlockError } = require('../errors')
+const { isMainThread } = require('worker_threads')
+const { LockError, codes: lockCodes, timeoutError, deadlockError, interrupted } = require('../errors')
 const { createLock } = require('./Lock')
 const { createHeldLock } = require('./HeldLock')
 
@@ -125,8 +126,11 @@ class LockManager {
       throw deadlockError('LockManager.requestSync', `this thread holds lock ${JSON.stringify(r.name)} already, so a blocking wait would never return`)
     }
     if (state === C.WAITING) {
-      const waited = native.hostWait(this.#handle, node, r.timeout)
+      // A worker thread's wait asks now and then whether the worker is
+      // being terminated; the main thread's sleeps undisturbed.
+      const waited = native.hostWait(this.#handle, node, r.timeout, !isMainThread)
       if (waited === C.ETIMEDOUT) throw timeoutError(r.timeout, 'LockManager.requestSync')
+      if (waited === C.EINTR) throw interrupted('LockManager.requestSync')
       if (typeof waited === 'number') throw this.#error(waited, 'LockManager.requestSync')
       ;[state, token, ownerDied] = waited
     }

@@ -234,24 +234,39 @@ tl_napi_host_request(napi_env env, napi_callback_info info)
   return tl__array(env, items, 4);
 }
 
-/* hostWait(handle, node, timeoutMs) -> [state, token, ownerDied] or a
- * negative error number. Blocks the calling thread. */
+/* hostWait(handle, node, timeoutMs, probe) -> [state, token, ownerDied] or
+ * a negative error number. Blocks the calling thread; with `probe` (worker
+ * threads) it asks between slices whether the thread is being terminated,
+ * through the probe of threadlock's own blocking waits (env.c). */
 static napi_value
 tl_napi_host_wait(napi_env env, napi_callback_info info)
 {
-  napi_value argv[3], items[3];
+  napi_value argv[4], items[3];
   uint32_t node;
   int64_t timeout;
   uint64_t token = 0;
   int died = 0;
+  bool probe;
+  tl_probe_t p;
+  tl_host_stop_t stop;
 
-  TL_GET_ARGS(env, info, 3, argv);
+  TL_GET_ARGS(env, info, 4, argv);
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[1], &node));
   TL_NAPI_CALL(env, napi_get_value_int64(env, argv[2], &timeout));
-  int st = tl_host_wait(r->h, node, timeout, &token, &died);
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[3], &probe));
+  if (probe) {
+    tl__probe_init(tl__env(env), &p);
+    stop.fn = p.fn;
+    stop.data = p.data;
+    stop.slice_ms = (int64_t)(p.slice_ns / 1000000u);
+    if (stop.slice_ms < 1)
+      stop.slice_ms = 1;
+  }
+  int st =
+      tl_host_wait(r->h, node, timeout, probe ? &stop : NULL, &token, &died);
   if (st < 0)
     return tl__int(env, st);
   items[0] = tl__int(env, st);
@@ -480,6 +495,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "ENAMES", TL_HOST_ENAMES },
     { "ENODES", TL_HOST_ENODES },
     { "ETIMEDOUT", TL_HOST_ETIMEDOUT },
+    { "EINTR", TL_HOST_EINTR },
     { "ENOTMINE", TL_HOST_ENOTMINE },
     { "NAME_MAX", TL_HOST_NAME_MAX },
     { "SLOTS", TL_HOST_SLOTS },

@@ -930,14 +930,15 @@ tl_host_release(tl_host_t *h, uint32_t node)
 }
 
 int
-tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms, uint64_t *token,
-             int *owner_died)
+tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
+             const tl_host_stop_t *stop, uint64_t *token, int *owner_died)
 {
   uint64_t deadline = timeout_ms < 0 ? 0 : tl__hp_monotonic_ms() + timeout_ms;
+  int interrupted = 0;
   tl_node_t *n;
   int r;
 
-  if (node >= TL_HOST_NODES)
+  if (node >= TL_HOST_NODES || h->mine[node] == TL_HOST_FREE)
     return TL_HOST_ENOTMINE;
   n = &h->t->nodes[node];
   for (;;) {
@@ -951,7 +952,15 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms, uint64_t *token,
         break;
       left = (int64_t)(deadline - now);
     }
-    tl__hp_wait((uint32_t *)&n->word, w, left);
+    /* A thread that may be terminated (a worker) sleeps in slices and asks
+     * between them, as threadlock's other blocking waits do. */
+    if (stop != NULL && (left < 0 || left > stop->slice_ms))
+      left = stop->slice_ms;
+    if (tl__hp_wait((uint32_t *)&n->word, w, left) == TL_HP_TIMED_OUT &&
+        stop != NULL && stop->fn(stop->data)) {
+      interrupted = 1;
+      break;
+    }
   }
   /* Granted (or stolen): the grant wrote the token before the state, and
    * nobody but this thread changes the node of a live owner now, so no
@@ -966,14 +975,14 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms, uint64_t *token,
   tl__crit_lock(h);
   r = (int)atomic_load(&n->state);
   if (r == TL_HOST_WAITING) {
-    /* Timed out: the request leaves its queue, which may let the ones
-     * behind it through. */
+    /* Timed out or interrupted: the request leaves its queue, which may
+     * let the ones behind it through. */
     uint32_t at = n->name;
     tl__unlink(h, n);
     tl__node_free(h, n);
     if (at < TL_HOST_NAMES)
       tl__process(h, at);
-    r = TL_HOST_ETIMEDOUT;
+    r = interrupted ? TL_HOST_EINTR : TL_HOST_ETIMEDOUT;
   } else {
     h->mine[node] = (uint8_t)r;
     *token = n->token;

@@ -43,7 +43,8 @@ enum {
   TL_HOST_ENODES = -3,    /* no free request node */
   TL_HOST_ETIMEDOUT = -4, /* requestSync's timeout ran out */
   TL_HOST_ENOTMINE = -5,  /* a node that this attachment does not own */
-  TL_HOST_ECLOSED = -6
+  TL_HOST_ECLOSED = -6,
+  TL_HOST_EINTR = -7 /* the waiting thread is being terminated */
 };
 
 typedef struct tl_host_s tl_host_t;
@@ -60,11 +61,20 @@ void tl_host_detach(tl_host_t *h);
 int tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
                     uint32_t *node, uint64_t *token, int *owner_died);
 
+/* Asked between slices of `slice_ms` of a blocking wait: nonzero when the
+ * waiting thread must stop (its worker is being terminated). */
+typedef struct {
+  int (*fn)(void *data);
+  void *data;
+  int64_t slice_ms;
+} tl_host_stop_t;
+
 /* Blocks the calling thread until a SYNC node is no longer waiting, or
- * `timeout_ms` (< 0: none) ran out, in which case the request is withdrawn
- * and TL_HOST_ETIMEDOUT returned. Returns HELD or STOLEN. */
+ * `timeout_ms` (< 0: none) ran out (TL_HOST_ETIMEDOUT), or `stop` (NULL:
+ * never) said so (TL_HOST_EINTR); in both cases the request is withdrawn.
+ * Returns HELD or STOLEN. */
 int tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
-                 uint64_t *token, int *owner_died);
+                 const tl_host_stop_t *stop, uint64_t *token, int *owner_died);
 
 /* Releases a held lock, or withdraws a waiting request. Returns the state
  * the node had: HELD, WAITING or STOLEN. */
