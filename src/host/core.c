@@ -62,6 +62,10 @@ typedef struct {
   uint32_t gen;
   uint64_t start_time;
   uint64_t client; /* the clientId of query() */
+  /* Bumped (with the doorbell) when another process got ahead of one of
+   * this slot's waiting requests: a steal. Its helper then watches it. */
+  _Atomic uint32_t rewatch;
+  uint32_t pad;
 } tl_slot_t;
 
 typedef struct {
@@ -112,6 +116,8 @@ struct tl_host_s {
   /* How many entries of `mine` are set: read by the helper thread, which
    * watches other processes only while this attachment has requests. */
   _Atomic uint32_t owned;
+  /* The slot's `rewatch` the helper thread last acted on (helper only). */
+  uint32_t rewatch_seen;
   /* Taken before the table's crit by every thread of the attachment (the
    * JS thread, the helper, the watchers), so that the slot number in crit
    * names one thread at a time and "crit holds my own slot number" can
@@ -537,10 +543,35 @@ tl__watcher(void *data)
   return NULL;
 }
 
-/* Makes sure every other attached slot is watched while this attachment
- * waits: any of them may be, or come to be, ahead of its requests. */
+/* Marks the slots with requests ahead of this attachment's waiting ones
+ * (holders and earlier waiters): the processes whose death it must notice.
+ * Grants are in order, so the set only shrinks, except when a steal puts a
+ * process ahead, which rings `rewatch`. Runs in crit. */
 static void
-tl__watch_all(tl_host_t *h)
+tl__ahead(tl_host_t *h, uint8_t ahead[TL_HOST_SLOTS])
+{
+  memset(ahead, 0, TL_HOST_SLOTS);
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    tl_node_t *n = &h->t->nodes[i];
+    if (n->slot != h->slot || atomic_load(&n->state) != TL_HOST_WAITING ||
+        n->name >= TL_HOST_NAMES)
+      continue;
+    int bad = 0;
+    uint32_t cur = h->t->names[n->name].head;
+    for (uint32_t steps = 0; cur != 0 && cur != i + 1; steps++) {
+      tl_node_t *c = tl__node_at(h, cur, &bad);
+      if (bad || steps > TL_HOST_NODES)
+        break;
+      if (c->slot < TL_HOST_SLOTS && c->slot != h->slot)
+        ahead[c->slot] = 1;
+      cur = c->next;
+    }
+  }
+}
+
+/* Starts a watcher for every slot marked in `ahead` that has none. */
+static void
+tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
 {
   tl__hp_mutex_lock(h->lock);
   for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
@@ -551,7 +582,7 @@ tl__watch_all(tl_host_t *h)
       tl__hp_thread_join(w->thread);
       w->thread = NULL;
     }
-    if (w->thread != NULL || h->t->slots[s].state == SLOT_FREE)
+    if (w->thread != NULL || !ahead[s])
       continue;
     tl_watch_arg_t *a = malloc(sizeof(*a));
     if (a == NULL)
@@ -784,6 +815,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
 {
   int excl = (flags & TL_HOST_EXCLUSIVE) != 0;
   int r, at, dead = 0, queued = 0;
+  uint8_t ahead[TL_HOST_SLOTS];
 
   if (len > TL_HOST_NAME_MAX)
     return TL_HOST_ENAMES;
@@ -828,6 +860,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
         /* A waiter now waits behind a new holder: its attachment's helper
          * makes sure that holder is watched (tl_host_doorbell_wait). */
         tl_slot_t *ws = &h->t->slots[c->slot];
+        atomic_fetch_add(&ws->rewatch, 1);
         atomic_fetch_add(&ws->doorbell, 1);
         tl__hp_wake((uint32_t *)&ws->doorbell, 1);
       }
@@ -879,13 +912,15 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
   }
   h->mine[tl__node_ref(h, n) - 1] = (uint8_t)atomic_load(&n->state);
   atomic_fetch_add(&h->owned, 1);
+  if (queued)
+    tl__ahead(h, ahead);
   *node = tl__node_ref(h, n) - 1;
   *token = n->token;
   *owner_died = (int)n->owner_died;
   r = (int)atomic_load(&n->state);
   tl__crit_unlock(h);
   if (queued)
-    tl__watch_all(h);
+    tl__watch(h, ahead);
   return r;
 
 undo:
@@ -1052,19 +1087,26 @@ tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data)
 int
 tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
 {
-  _Atomic uint32_t *d = &h->t->slots[h->slot].doorbell;
+  tl_slot_t *me = &h->t->slots[h->slot];
+  uint8_t ahead[TL_HOST_SLOTS];
 
   for (;;) {
     if (atomic_load(&h->stopping))
       return -1;
-    uint32_t v = atomic_load(d);
+    uint32_t v = atomic_load(&me->doorbell);
     if (v != *seen) {
       *seen = v;
-      if (atomic_load(&h->owned) > 0)
-        tl__watch_all(h);
+      uint32_t rw = atomic_load(&me->rewatch);
+      if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
+        h->rewatch_seen = rw;
+        tl__crit_lock(h);
+        tl__ahead(h, ahead);
+        tl__crit_unlock(h);
+        tl__watch(h, ahead);
+      }
       return 0;
     }
-    tl__hp_wait((uint32_t *)d, v, -1);
+    tl__hp_wait((uint32_t *)&me->doorbell, v, -1);
   }
 }
 
