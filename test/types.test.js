@@ -23,7 +23,7 @@ const tsc = path.join(path.dirname(require.resolve('@tsd/typescript/package.json
 })), 'typescript', 'bin', 'tsc')
 
 // The package's type files, as package.json's "files" ships them.
-const typeFiles = ['package.json', 'index.d.ts', 'index.d.mts']
+const typeFiles = ['package.json', 'index.d.ts', 'index.d.mts', 'host.d.ts', 'host.d.mts']
 
 describe('types', () => {
   let dir
@@ -72,7 +72,7 @@ describe('types', () => {
       assert.ok(!fs.existsSync(path.join(d, 'node_modules', '@types')), `${d}/node_modules/@types exists`)
       if (path.dirname(d) === d) break
     }
-    const r = compile('standalone', ['standalone.cts', 'standalone.mts'], {
+    const r = compile('standalone', ['standalone.cts', 'standalone.mts', 'host.cts', 'host.mts'], {
       lib: ['es2022'],
       types: [],
       typeRoots: ['./no-types']
