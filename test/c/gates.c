@@ -445,11 +445,18 @@ hammer_acquire(hammer_t *h, int32_t *word, int gate, uint32_t amount,
     r = tl_gate_acquire_async(&a->w, word, gate, h->id, amount);
     if (r != TL_RESULT_PENDING)
       return r;
-    /* The settle callback only counts; poll, as an event loop would. */
-    while (atomic_load(&a->settled) == 0)
-      uv_sleep(0);
-    ASSERT_EQ(a->owner_died, 0); /* nobody dies here */
-    return TL_RESULT_ACQUIRED;
+    /* The settle callback only counts; poll, as an event loop would, and
+     * then go on as src/ready.c does: a request woken to compete (a
+     * semaphore's) tries, and may sleep again in its place. */
+    for (int seen = 1;; seen++) {
+      while (atomic_load(&a->settled) < seen)
+        uv_sleep(0);
+      r = tl_gate_retry_async(&a->w);
+      if (r != TL_RESULT_PENDING)
+        break;
+    }
+    ASSERT_EQ(r, TL_RESULT_ACQUIRED); /* nobody dies here */
+    return r;
   }
   if (how == 1)
     return tl_gate_acquire(word, gate, h->id, amount, 0.5, NULL);
