@@ -418,14 +418,33 @@ describe('Semaphore across threads', function () {
     try {
       await until(() => Atomics.load(shared, 0) > 1000, 'the small requests did not start')
       // Barging lets small requests pass a large one until it has waited
-      // starvationMs; from then on the permits released gather for it.
-      // The bound checked is generous: every round within seconds.
+      // starvationMs; from then on the permits released gather for it. So
+      // once it has waited that long (sampled by a timer, which may only be
+      // late), few small holds may still come before it: those in progress,
+      // one round of barging into permits that were free before the first
+      // release, and those queued ahead of it, at most 3 each. The grant
+      // gives it every permit, so the count read then is exact. (With the
+      // reservation most rounds end before the sample; without it, rounds
+      // last long enough to be sampled, and thousands of holds pass.)
+      const passed = []
       for (let round = 0; round < 15; round++) {
-        const release = await within(sem.acquire(PERMITS), 10000, `the large async request starved (round ${round})`)
+        const t0 = performance.now()
+        const granted = sem.acquire(PERMITS)
+        let sampled = null
+        let timer
+        const sample = () => {
+          if (performance.now() - t0 < 2 * lockPolicy.starvationMs) timer = setTimeout(sample, 1)
+          else sampled = Atomics.load(shared, 0)
+        }
+        timer = setTimeout(sample, 2 * lockPolicy.starvationMs)
+        const release = await within(granted, 10000, `the large async request starved (round ${round})`)
+        clearTimeout(timer)
+        if (sampled !== null) passed.push(Atomics.load(shared, 0) - sampled)
         tasks.enter(stats, PERMITS, PERMITS)
         large += PERMITS
         release()
       }
+      assert.ok(passed.every((n) => n <= 9), `small requests took permits before a starving large one: ${passed}`)
       const rounds = await workers[3].run(({ tl, require, workerData }) => {
         const sem = tl.Semaphore.from(workerData.handle)
         let round = 0
