@@ -217,10 +217,11 @@ int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
 int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 
 /* For an async gate waiter that its settle callback reported while it was
- * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED or
- * OWNER_DIED (it took the lock, or a release handed it over meanwhile), or
+ * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED
+ * or OWNER_DIED (it took the lock, or a release handed it over meanwhile), or
  * PENDING: it sleeps again in its place in the queue. Runs on the thread
- * that owns `w`, after the policy's courtesy wait. */
+ * that owns `w`, after the lock policy's courtesy wait (a semaphore request
+ * has none). */
 int tl_gate_retry_async(tl_waiter_t *w);
 
 /* For a gate waiter whose thread goes away (or whose request could not be

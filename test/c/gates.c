@@ -179,8 +179,7 @@ test_semaphore(void)
   ASSERT_OK(tl_gate_release(&word, TL_GATE_SEM, 0, 2));
   tl_test_sleep_ms(10);
   ASSERT_EQ(atomic_load(&log.len), 0);
-  ASSERT_EQ(atomic_load(WORD(&word)),
-            2 | TL_GATE_WAITERS | TL_SEM_RESERVED);
+  ASSERT_EQ(atomic_load(WORD(&word)), 2 | TL_GATE_WAITERS | TL_SEM_RESERVED);
   ASSERT_EQ(tl_gate_acquire(&word, TL_GATE_SEM, 0, 1, 0, NULL),
             TL_RESULT_TIMED_OUT);
   /* The third permit: the head takes all 3 and gives them back at once;
@@ -256,8 +255,7 @@ test_semaphore_async(void)
   ASSERT_EQ(atomic_load(&a[1].settled), 1);
   if (!a[1].w.granted) {
     /* Woken (it had not starved yet): it is on its way, SEM_WOKEN set. */
-    ASSERT_EQ(atomic_load(WORD(&word)),
-              1 | TL_GATE_WAITERS | TL_SEM_WOKEN);
+    ASSERT_EQ(atomic_load(WORD(&word)), 1 | TL_GATE_WAITERS | TL_SEM_WOKEN);
     ASSERT_EQ(tl_gate_retry_async(&a[1].w), TL_RESULT_ACQUIRED);
   }
   ASSERT_EQ(atomic_load(WORD(&word)), 0);

@@ -165,7 +165,8 @@ static const il_scenario_t il_scenarios[] = {
     "a writer dies while its request is woken (issue 18, bug 1)", 0 },
   { "rw-die-handed", IL_WORD_RW, "acqW relW acqW relhW | acqW die | acqR relR",
     "a writer dies while a slice end hands it the lock as it is woken (bug "
-    "1)", 0 },
+    "1)",
+    0 },
   { "rw-die-holding", IL_WORD_RW, "acqW die | acqW relW | acqR relR",
     "a writer dies holding; the next one takes over with OWNER_DIED", 0 },
   { "rw-abort", IL_WORD_RW, "acqW relW | acqW abort relW | acqR relR",
@@ -175,10 +176,12 @@ static const il_scenario_t il_scenarios[] = {
   { "rw-probe", IL_WORD_RW, "acqW relW | acqW tryW relW | acqW relW",
     "a sync write request beside the thread's own one: EDEADLK (bug 7)", 0 },
   { "lock-keep", IL_WORD_LOCK, "acq relk relk rel | acq rel | acq abort rel",
-    "the holder passes the lock to its own next requests while others wait", 0 },
+    "the holder passes the lock to its own next requests while others wait",
+    0 },
   { "lock-keep-starving", IL_WORD_LOCK, "acq tick relk tick relk rel | acq rel",
     "a waiter that waited 1 ms gets the lock at the holder's next release, "
-    "also one that would keep it for the holder's own request (bug 4)", 0 },
+    "also one that would keep it for the holder's own request (bug 4)",
+    0 },
   { "lock-starving-barger", IL_WORD_LOCK,
     "acq rel acq tick rel | acq rel | acq rel",
     "a barging holder's release hands the lock to a starving woken waiter", 0 },
@@ -187,11 +190,13 @@ static const il_scenario_t il_scenarios[] = {
     "a writer's keep while a waiter starves hands the write lock over", 0 },
   { "rw-die-reading", IL_WORD_RW, "acqR die | acqW relW | acqR relR",
     "a reader dies holding a read lock: given back, the next writer is told "
-    "(issue 18, bug 12)", 0 },
+    "(issue 18, bug 12)",
+    0 },
   { "rw-die-reading-queued", IL_WORD_RW,
     "acqR acqR die | acqW relW | acqR relR",
     "a reader dies with a read lock and a read request queued behind a "
-    "writer", 0 },
+    "writer",
+    0 },
   { "sem-basic", IL_WORD_SEM, "acq1 rel1 acq2 rel2 | acq2 rel2 | acq1 rel1",
     "1- and 2-permit requests of 2 permits barge, queue and are woken", 2 },
   { "sem-chain", IL_WORD_SEM, "acq2 rel2 acq1 rel1 | acq1 rel1 | acq1 rel1",
@@ -200,10 +205,10 @@ static const il_scenario_t il_scenarios[] = {
     2 },
   { "sem-starving", IL_WORD_SEM,
     "acq1 tick rel1 acq1 rel1 | acq2 rel2 | acq1 rel1 acq1 rel1",
-    "a starving request for 2 gets the permits released before any barger",
-    2 },
-  { "sem-starving-woken", IL_WORD_SEM, "acq2 rel1 tick rel1 | acq1 rel1 | "
-                                       "acq2 rel2",
+    "a starving request for 2 gets the permits released before any barger", 2 },
+  { "sem-starving-woken", IL_WORD_SEM,
+    "acq2 rel1 tick rel1 | acq1 rel1 | "
+    "acq2 rel2",
     "a release while the woken or asleep first request starves grants it or "
     "reserves for it",
     2 },
@@ -400,8 +405,7 @@ il_word_str(int32_t v, char *buf, size_t size)
     return buf;
   }
   if (il.sc->kind == IL_WORD_SEM) {
-    k += (size_t)snprintf(buf + k, size - k, "P:%d",
-                          (int)(v & TL_SEM_MASK));
+    k += (size_t)snprintf(buf + k, size - k, "P:%d", (int)(v & TL_SEM_MASK));
     if (v & TL_SEM_RESERVED)
       k += (size_t)snprintf(buf + k, size - k, "|reserved");
   } else if (il.sc->kind == IL_WORD_LOCK) {
@@ -522,8 +526,8 @@ il_hold(il_thread_t *t, int gate, int owner_died, int k, int from_queue)
  *
  * Everything that depends on the protocol's details is in this section:
  * the compare-exchange fast paths that mirror lib/LockWord.js,
- * lib/RWLock.js and lib/Semaphore.js, and how a simulated thread talks to the core (what
- * src/ready.c, src/binding.c and src/env.c do for a request: settle,
+ * lib/RWLock.js and lib/Semaphore.js, and how a simulated thread talks to the
+ * core (what src/ready.c, src/binding.c and src/env.c do for a request: settle,
  * deliver or retry, cancel, abandon). A change of the protocol changes this
  * section and leaves the invariants and the explorer alone. Each function
  * is one atomic step of the model. */
@@ -813,8 +817,7 @@ il_core_sem_release(il_thread_t *t, int k)
 
   il_note("core release -> %s", il_result_str(r));
   if (r != 0)
-    il_violation("T%d's semaphore release returned %s", t->n,
-                 il_result_str(r));
+    il_violation("T%d's semaphore release returned %s", t->n, il_result_str(r));
   if (!starving)
     return;
   if (first->req == IL_REQ_SETTLED && first->w.granted)
@@ -987,9 +990,8 @@ il_check_sem_state(void)
     il_violation("stall: T%d's request for %u sleeps first in the queue "
                  "while %d permit(s) are free and nobody is woken (%s)",
                  first->n, first->w.amount, avail, ws);
-  if ((v & TL_SEM_RESERVED) &&
-      (first == NULL || !il_sem_starving(first) ||
-       avail >= (int)first->w.amount))
+  if ((v & TL_SEM_RESERVED) && (first == NULL || !il_sem_starving(first) ||
+                                avail >= (int)first->w.amount))
     il_violation("SEM_RESERVED is set without a starving first request that "
                  "does not fit (%s)",
                  ws);
