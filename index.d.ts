@@ -934,6 +934,14 @@ export interface LockRequestOptions {
    * event loop alive. Default `true`.
    */
   ref?: boolean
+  /**
+   * threadlock's addition (Web Locks has none): give up once the request
+   * has waited this many milliseconds. The request leaves the queue, as
+   * with an abort, and the promise rejects with a {@link LockError} of code
+   * `'ETIMEDOUT'`. Cannot be combined with `steal` or `ifAvailable`.
+   * Default: no limit.
+   */
+  timeout?: number
 }
 
 /** A named lock granted to a {@link LockManager.request} callback. */

@@ -204,6 +204,8 @@ expectType<Promise<void>>(locks.request('a', { steal: true, ref: false }, (lock)
   expectType<Lock>(lock)
 }))
 expectError(locks.request('a', { mode: 'read' }, () => 1))
+expectType<Promise<number>>(locks.request('a', { timeout: 100 }, () => 1))
+expectError(locks.request('a', { timeout: '100' }, () => 1))
 expectError(locks.request('a'))
 expectType<Promise<LockManagerSnapshot>>(locks.query())
 
