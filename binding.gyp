@@ -4,7 +4,8 @@
       "target_name": "threadlock",
       "sources": [
         "src/binding.c", "src/binding_names.c", "src/env.c", "src/ready.c",
-        "src/heap.c", "src/table.c", "src/gates.c", "src/owners.c",
+        "src/heap.c", "src/table.c", "src/gate_queue.c", "src/gates.c",
+        "src/rwlock.c", "src/sem.c", "src/owners.c",
         "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],

@@ -1064,6 +1064,20 @@ export type LockErrorCode =
   | 'EDEADLK'
   | 'EBUSY'
 
+/**
+ * The lock policy's settings (AsyncLock's default mode, RWLock writers),
+ * written once in the native core. While others wait, a holder keeps the
+ * lock for at most `sliceGrants` grants or `sliceMs` milliseconds in a row;
+ * a waiter that has waited `starvationMs` is handed the lock at the next
+ * release, whoever releases and how.
+ */
+export declare const lockPolicy: Readonly<{
+  sliceGrants: number
+  sliceMs: number
+  starvationMs: number
+  courtesyMicros: number
+}>
+
 /** An error of a lock operation; tell the cases apart by `code`. */
 export declare class LockError extends Error {
   /**

@@ -9,6 +9,7 @@ const { Barrier } = require('./lib/Barrier')
 const { CountDownLatch } = require('./lib/CountDownLatch')
 const { locks, LockManager, Lock } = require('./lib/locks')
 const { LockError, AbortError } = require('./lib/errors')
+const { lockPolicy } = require('./lib/policy')
 
 module.exports = {
   wait,
@@ -25,5 +26,6 @@ module.exports = {
   LockManager,
   Lock,
   LockError,
-  AbortError
+  AbortError,
+  lockPolicy
 }

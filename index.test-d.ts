@@ -13,6 +13,7 @@ import {
   SlotOptions,
   Lock,
   LockError,
+  lockPolicy,
   LockErrorCode,
   LockManager,
   LockManagerSnapshot,
@@ -227,6 +228,11 @@ expectAssignable<Error>(a)
 // The namespace holds exactly the documented exports.
 expectType<typeof wait>(threadlock.wait)
 expectType<typeof AsyncLock>(threadlock.AsyncLock)
+
+// The lock policy's settings, read-only.
+expectType<number>(lockPolicy.starvationMs)
+expectType<number>(lockPolicy.sliceGrants)
+expectError(lockPolicy.sliceMs = 1)
 
 // Handles name their primitive, and from() of another class refuses them.
 expectType<'AsyncLock'>(lock.handle.type)

@@ -26,7 +26,10 @@
 //
 // Gate kinds, each with its anchor:
 //   lock       AsyncLock, opened with `lockOptions` (see POLICIES), against
-//              the V8 blog's lock (blog-lock.js);
+//              the V8 blog's lock (blog-lock.js); with `fifo: true` the
+//              session also has 'fifo', a second AsyncLock on its own word
+//              opened with POLICIES.fifo, so that the default policy, strict
+//              FIFO and the anchor alternate in the same rounds;
 //   semaphore  Semaphore(permits), acquire() + release, against a blog-style
 //              semaphore (blog-semaphore.js); with more than one permit the
 //              check is that never more than `permits` threads are inside;
@@ -55,13 +58,14 @@ const POLICIES = {
 // Int32 slots, each on its own cache line.
 const TL_WORD = 0 // threadlock's gate word (byte offset 0)
 const ANCHOR_WORD = STRIDE // the anchor's gate word
-const DATA = 2 * STRIDE // the counter the gate protects; samples clear from here
+const FIFO_WORD = 2 * STRIDE // the 'fifo' lock's word (kind 'lock' with fifo)
+const DATA = 3 * STRIDE // the counter the gate protects; samples clear from here
 const INSIDE = DATA + 1 // threads inside the section (semaphore with permits > 1)
 const OVER = DATA + 2 // times more than `permits` threads were inside
-const STOP = 3 * STRIDE
-const GO = 4 * STRIDE
-const READY = 5 * STRIDE
-const THREADS = 6 * STRIDE // first per-thread block
+const STOP = 4 * STRIDE
+const GO = 5 * STRIDE
+const READY = 6 * STRIDE
+const THREADS = 7 * STRIDE // first per-thread block
 
 // Per-thread block, in Int32 slots: [windowed count, total count], the
 // longest wait as a Float64 (ms) at slot 2, then the wait histogram.
@@ -98,16 +102,28 @@ function namedAnchor () {
   return locks && typeof locks.request === 'function' ? locks : null
 }
 
-// The implementations available for `kind` in this Node.
-function implsFor (kind) {
+// The implementations available for `kind` in this Node (`fifo`: the
+// session has the second, strict FIFO lock too).
+function implsFor (kind, fifo = false) {
   if (kind === 'named') return namedAnchor() ? ['threadlock', 'web'] : ['threadlock']
-  return ['threadlock', 'blog']
+  return kind === 'lock' && fifo ? ['threadlock', 'fifo', 'blog'] : ['threadlock', 'blog']
 }
 
 function openAsyncLock (buffer, byteOffset, options) {
   return options === undefined
     ? threadlock.AsyncLock.from({ buffer, byteOffset })
     : new threadlock.AsyncLock(buffer, byteOffset, options)
+}
+
+function lockGate (lock) {
+  return {
+    run: (f) => lock.executeLocked(f),
+    enter: () => lock.lock(),
+    leave: () => lock.unlock(),
+    leftover: () => (lock.locked || lock.waiting !== 0
+      ? `lock held by ${lock.owner}, ${lock.waiting} waiting`
+      : null)
+  }
 }
 
 // What one thread needs of each implementation: `run(f)`, the promise form;
@@ -131,15 +147,8 @@ function openGates (sab, config, init) {
       }
     }
     if (kind === 'lock') {
-      const lock = openAsyncLock(sab, tlOffset, config.lockOptions)
-      gates.threadlock = {
-        run: (f) => lock.executeLocked(f),
-        enter: () => lock.lock(),
-        leave: () => lock.unlock(),
-        leftover: () => (lock.locked || lock.waiting !== 0
-          ? `lock held by ${lock.owner}, ${lock.waiting} waiting`
-          : null)
-      }
+      gates.threadlock = lockGate(openAsyncLock(sab, tlOffset, config.lockOptions))
+      if (config.fifo) gates.fifo = lockGate(openAsyncLock(sab, 4 * FIFO_WORD, POLICIES.fifo))
     } else {
       const rw = threadlock.RWLock.from({ buffer: sab, byteOffset: tlOffset })
       gates.threadlock = {
@@ -277,15 +286,18 @@ function workerMain () {
 //   threads      the main thread plus threads - 1 workers
 //   workers      'async' or 'sync' (the workers' form; main is always async)
 //   lockOptions  AsyncLock options for kind 'lock' (POLICIES.default: none)
+//   fifo         kind 'lock': add the implementation 'fifo' (POLICIES.fifo)
 //   permits      for kind 'semaphore'
 async function open ({
   kind = 'lock', threads = 4, durationMs = 500, workers: workerMode = 'async',
-  lockOptions = POLICIES.default, permits = 1
+  lockOptions = POLICIES.default, permits = 1, fifo = false
 } = {}) {
   if (workerMode === 'sync' && kind === 'named') {
     throw new Error('contended: named locks have no blocking form')
   }
-  const config = { kind, workers: workerMode, lockOptions, permits: kind === 'semaphore' ? permits : 1 }
+  const config = {
+    kind, workers: workerMode, lockOptions, permits: kind === 'semaphore' ? permits : 1, fifo: kind === 'lock' && fifo
+  }
   const sab = new SharedArrayBuffer(layoutSize(threads))
   const i32 = new Int32Array(sab)
   const f64 = new Float64Array(sab)
@@ -372,7 +384,7 @@ async function open ({
   }
 
   return {
-    impls: implsFor(kind),
+    impls: implsFor(kind, config.fifo),
     sample,
     close () {
       return Promise.all(workers.map((w) => w.terminate()))

@@ -4,26 +4,46 @@
 // which one goes first in each round, and prints Markdown tables: per row the
 // median and min–max of each, the ratio threadlock / anchor, the target and
 // whether it is met; then how the costs grow with the number of waiters and
-// threads; then rows 1, 2 and 5 under several spin settings.
+// threads; then rows 1, 2 and 5 under several spin settings. At the end it
+// writes the results as JSON and draws them as SVG charts (charts.js).
 //
 //   node --expose-gc bench/run.js [--quick] [--only=1,3] [--spin=N]
-//                                 [--sections=table,scaling,sweep]
-//                                 [--lock-options=JSON]
+//                                 [--sections=table,waiters,threads,sweep]
+//                                 [--lock-options=JSON] [--out=DIR]
+//   node bench/run.js --charts-only[=results.json] [--out=DIR]
 //
-// --quick       fewer rounds and shorter samples; the main table only
+// --quick       fewer rounds and shorter samples; the main table and a short
+//               thread sweep only
 // --only=...    rows whose number starts with one of these (and the scaling
 //               and spin sections that belong to them)
 // --spin=N      threadlock's sync-wait spin for the main table and the
 //               scaling section (default: the binding's own default)
-// --sections=   which parts to run (default: all three; --quick: table)
+// --sections=   which parts to run (default: all; --quick: table,threads;
+//               'scaling' is waiters and threads)
 // --lock-options=JSON
 //               AsyncLock options for threadlock in rows 5a-5c, the scaling
 //               and the spin sweep, instead of none (the default policy)
+// --out=DIR     where results.json, ratios.svg and contended.svg go. The
+//               default is docs/bench for a full run (no option but --out)
+//               and build/bench for any other, so that a partial or quick
+//               run never replaces the recorded charts by accident
+// --charts-only[=FILE]
+//               measure nothing: draw the charts again from a saved
+//               results.json (default docs/bench/results.json)
 //
 // Progress goes to stderr, and only when stderr is a terminal.
 
 const os = require('os')
+const path = require('path')
 const { spawnSync } = require('child_process')
+
+// Drawing a saved run needs neither the addon nor --expose-gc.
+const chartsOnly = process.argv.slice(2).find((a) => a === '--charts-only' || a.startsWith('--charts-only='))
+if (chartsOnly !== undefined) {
+  const rest = process.argv.slice(2).filter((a) => a !== chartsOnly)
+  const file = chartsOnly.includes('=') ? [chartsOnly.slice(chartsOnly.indexOf('=') + 1)] : []
+  process.exit(require('./charts').main([...file, ...rest]))
+}
 
 if (typeof global.gc !== 'function') {
   // Bytes per waiter needs a full gc: run again with it exposed.
@@ -33,6 +53,8 @@ if (typeof global.gc !== 'function') {
 }
 
 const { median, setSpin, summary } = require('./common')
+const charts = require('./charts')
+const { fmt } = require('./format')
 
 // Command line.
 
@@ -51,17 +73,21 @@ function parseLockOptions (text) {
   return o
 }
 
+const SECTIONS = ['table', 'waiters', 'threads', 'sweep']
+
 function parseArgs (argv) {
-  const opts = { quick: false, only: null, spin: null, sections: null, lockOptions: null }
+  const opts = { quick: false, only: null, spin: null, sections: null, lockOptions: null, out: null }
   for (const a of argv) {
     if (a === '--quick') opts.quick = true
+    else if (a.startsWith('--out=')) opts.out = a.slice(6)
     else if (a.startsWith('--sections=')) opts.sections = a.slice(11).split(',').filter(Boolean)
     else if (a.startsWith('--only=')) opts.only = a.slice(7).split(',').filter(Boolean)
     else if (a.startsWith('--spin=')) opts.spin = Number(a.slice(7))
     else if (a.startsWith('--lock-options=')) opts.lockOptions = parseLockOptions(a.slice(15))
     else if (a === '--help' || a === '-h') {
       process.stdout.write('usage: node --expose-gc bench/run.js [--quick] [--only=1,3] ' +
-        '[--spin=N] [--sections=table,scaling,sweep] [--lock-options=JSON]\n')
+        '[--spin=N] [--sections=table,waiters,threads,sweep] [--lock-options=JSON] [--out=DIR]\n' +
+        '       node bench/run.js --charts-only[=results.json] [--out=DIR]\n')
       process.exit(0)
     } else {
       process.stderr.write(`bench: unknown option ${a}\n`)
@@ -72,21 +98,27 @@ function parseArgs (argv) {
     process.stderr.write('bench: --spin must be a nonnegative integer\n')
     process.exit(2)
   }
-  const sections = opts.sections || (opts.quick ? ['table'] : ['table', 'scaling', 'sweep'])
+  // The recorded charts come from a full run only.
+  opts.full = !opts.quick && opts.only === null && opts.spin === null &&
+    opts.sections === null && opts.lockOptions === null
+  const sections = (opts.sections || (opts.quick ? ['table', 'threads'] : SECTIONS))
+    .flatMap((name) => (name === 'scaling' ? ['waiters', 'threads'] : [name]))
   for (const name of sections) {
-    if (!['table', 'scaling', 'sweep'].includes(name)) {
+    if (!SECTIONS.includes(name)) {
       process.stderr.write(`bench: unknown section ${name}\n`)
       process.exit(2)
     }
   }
-  opts.table = sections.includes('table')
-  opts.scaling = sections.includes('scaling')
-  opts.sweep = sections.includes('sweep')
+  for (const name of SECTIONS) opts[name] = sections.includes(name)
   return opts
 }
 
 const opts = parseArgs(process.argv.slice(2))
 const quick = opts.quick
+
+// What the run measured, for results.json and the charts (see charts.js for
+// the format). The sections fill it in as they go.
+const results = { format: charts.FORMAT, meta: {}, table: [] }
 
 function selected (id) {
   return opts.only === null || opts.only.some((o) => id.startsWith(o))
@@ -103,18 +135,6 @@ function progressDone () {
 }
 
 // Formatting.
-
-function fmt (x) {
-  if (x === Infinity) return '∞'
-  if (!Number.isFinite(x)) return String(x)
-  const a = Math.abs(x)
-  if (a >= 1e6) return `${(x / 1e6).toFixed(a >= 1e8 ? 0 : a >= 1e7 ? 1 : 2)}M`
-  if (a >= 1e4) return `${(x / 1e3).toFixed(a >= 1e5 ? 0 : 1)}k`
-  if (a >= 100) return x.toFixed(0)
-  if (a >= 10) return x.toFixed(1)
-  if (a >= 1) return x.toFixed(2)
-  return x.toFixed(3)
-}
 
 // Both sides Infinity (a thread starved in both) or no anchor: no ratio.
 function fmtRatio (x) {
@@ -354,10 +374,37 @@ async function runTable () {
         if (v.ok === false) misses.push(`${row.id} ${metric.label}`)
         out.push([row.id, row.workload, metric.label, fmtSummary(tl),
           `${an ? fmtSummary(an) : 'n/a'} ${row.anchor}`, fmtRatio(v.ratio), v.target, mark])
+        results.table.push({
+          id: row.id,
+          workload: row.workload,
+          anchor: row.anchor,
+          metric: metric.label,
+          higher: metric.higher === true,
+          target: metric.absolute === undefined && metric.target !== undefined ? metric.target : null,
+          absolute: metric.absolute === undefined ? null : metric.absolute,
+          threadlock: tl,
+          anchorValue: an,
+          ratio: v.ratio,
+          ok: v.ok
+        })
       }
     } catch (err) {
       out.push([row.id, row.workload, 'error', String(err.message).split('\n')[0], '', '', '', 'ERROR'])
       misses.push(`${row.id} error`)
+      results.table.push({
+        id: row.id,
+        workload: row.workload,
+        anchor: row.anchor,
+        metric: 'error',
+        higher: false,
+        target: null,
+        absolute: null,
+        threadlock: null,
+        anchorValue: null,
+        ratio: null,
+        ok: false,
+        error: String(err.message).split('\n')[0]
+      })
     } finally {
       if (session) await session.close()
     }
@@ -381,6 +428,8 @@ async function runWaiterScaling () {
     const rounds = N >= 1000000 ? 3 : 5
     const s = await measure(`waiters ${N}`, session, ['threadlock', 'atomics'], [], rounds, 0)
     const m = (impl, k) => median(s[impl][k])
+    const per = (impl) => Object.fromEntries(['createNs', 'wakeNs', 'rssBytes', 'heapBytes'].map((k) => [k, m(impl, k)]))
+    ;(results.waiters ||= []).push({ N, threadlock: per('threadlock'), atomics: per('atomics') })
     rows.push([N.toLocaleString('en-US'),
       fmt(m('threadlock', 'createNs')), fmt(m('atomics', 'createNs')),
       fmt(m('threadlock', 'createNs') / m('atomics', 'createNs')),
@@ -397,38 +446,70 @@ async function runWaiterScaling () {
   process.stdout.write('\n(below 100,000 waiters the bytes mostly show the V8 heap growing in steps of megabytes)\n')
 }
 
+// Threads on the contended lock: threadlock's lock under the run's policy
+// (the default unless --lock-options), the same lock with { fifo: true }
+// (contended.POLICIES.fifo) and the blog lock, in one session per thread
+// count so that the three alternate within every round.
+
+const SHAPES = {
+  A: 'every thread awaits lock.executeLocked(f) in a loop',
+  C: 'the main thread awaits executeLocked(f), the workers block in lock() / f() / unlock()'
+}
+
 async function runThreadScaling () {
   const contended = require('./contended')
   const lockOptions = opts.lockOptions === null ? contended.POLICIES.default : opts.lockOptions
+  const counts = quick ? [2, 4, 8] : [2, 3, 4, 6, 8, 16]
+  const durationMs = quick ? 150 : 300
+  const rounds = quick ? 2 : 3
+  const impls = ['threadlock', 'fifo', 'blog']
+  const points = []
   const rows = []
-  for (const shape of ['A', 'C']) {
-    for (const threads of [2, 4, 8, 16]) {
+  for (const shape of Object.keys(SHAPES)) {
+    for (const threads of counts) {
       const session = await contended.open({
-        kind: 'lock', threads, durationMs: 300, workers: shape === 'A' ? 'async' : 'sync', lockOptions
+        kind: 'lock', threads, durationMs, workers: shape === 'A' ? 'async' : 'sync', lockOptions, fifo: true
       })
       let s
       try {
-        s = await measure(`threads ${threads} shape ${shape}`, session, ['threadlock', 'blog'], [], 3, 1)
+        s = await measure(`threads ${threads} shape ${shape}`, session, impls, [], rounds, 1)
       } finally {
         await session.close()
       }
       const m = (impl, k) => median(s[impl][k])
+      const values = {}
+      for (const impl of impls) {
+        values[impl] = {}
+        for (const k of ['throughput', 'share', 'longestMs', 'p99Us']) values[impl][k] = m(impl, k)
+      }
+      points.push({ shape, threads, values })
       const ratio = (k) => fmtRatio(m('threadlock', k) / m('blog', k))
-      rows.push([threads, shape,
-        fmt(m('threadlock', 'throughput')), fmt(m('blog', 'throughput')), ratio('throughput'),
-        fmt(m('threadlock', 'share')), fmt(m('blog', 'share')),
-        fmt(m('threadlock', 'longestMs')), fmt(m('blog', 'longestMs')), ratio('longestMs'),
-        fmt(m('threadlock', 'p99Us')), fmt(m('blog', 'p99Us'))])
+      const each = (k) => impls.map((impl) => fmt(m(impl, k)))
+      rows.push([threads, shape, ...each('throughput'), ratio('throughput'), ...each('share'),
+        ...each('longestMs'), ratio('longestMs'), ...each('p99Us')])
     }
   }
   progressDone()
-  process.stdout.write('\n## Scaling: threads on the contended lock (medians of 3 × 300 ms)\n\n')
-  process.stdout.write('shape A: every thread uses executeLocked; C: the main thread uses executeLocked, ' +
-    'the workers lock()/unlock(). Targets as for rows 5a-5c: ops/s ratio ≥ 1.0, share tl ≤ 1.5, ' +
+  const policy = lockOptions === undefined ? 'default policy' : JSON.stringify(lockOptions)
+  results.threads = {
+    durationMs,
+    rounds,
+    shapes: SHAPES,
+    series: {
+      threadlock: `threadlock, ${policy}`,
+      fifo: `threadlock, ${JSON.stringify(contended.POLICIES.fifo)}`,
+      blog: 'the V8 blog\'s lock (bench/blog-lock.js)'
+    },
+    points
+  }
+  process.stdout.write(`\n## Scaling: threads on the contended lock (medians of ${rounds} × ${durationMs} ms)\n\n`)
+  process.stdout.write(`tl: threadlock, ${policy}; fifo: threadlock, ${JSON.stringify(contended.POLICIES.fifo)}; ` +
+    'blog: the blog lock. Shape A: every thread uses executeLocked; C: the main thread uses executeLocked, ' +
+    'the workers lock()/unlock(). Targets as for rows 5a-5c: ops/s ratio tl/blog ≥ 1.0, share tl ≤ 1.5, ' +
     'longest wait ratio ≤ 0.5.\n\n')
-  process.stdout.write(table(['threads', 'shape', 'ops/s tl', 'ops/s blog', 'ratio',
-    'share tl', 'share blog', 'longest ms tl', 'longest ms blog', 'ratio',
-    'p99 µs tl', 'p99 µs blog'], rows))
+  const cols = (what) => impls.map((impl) => `${what} ${impl === 'threadlock' ? 'tl' : impl}`)
+  process.stdout.write(table(['threads', 'shape', ...cols('ops/s'), 'ratio', ...cols('share'),
+    ...cols('longest ms'), 'ratio', ...cols('p99 µs')], rows))
 }
 
 // Spin sweep: threadlock under several spin settings against the anchor,
@@ -518,6 +599,7 @@ async function runSpinSweep () {
     return count ? Math.exp(logSum / count) : NaN
   })
   const best = score.reduce((b, v, k) => (v < score[b] ? k : b), 0)
+  results.sweep = { spins: SPINS, score, best: SPINS[best] }
   process.stdout.write('\n### Spin setting, all of the above (geometric mean of time relative to spin 0; lower is better)\n\n')
   process.stdout.write(table(SPINS.map((s) => `spin ${s}`), [score.map(fmt)]))
   process.stdout.write(`\nbest: spin ${SPINS[best]}\n`)
@@ -540,14 +622,46 @@ async function main () {
     `${opts.lockOptions === null ? '' : `; lock options ${JSON.stringify(opts.lockOptions)}`}` +
     `${quick ? '; --quick' : ''}; load average at start ${loadavg()}\n`)
   const t0 = Date.now()
+  const loadStart = os.loadavg().map((x) => Number(x.toFixed(2)))
   if (opts.table) await runTable()
-  if (opts.scaling) {
-    if (selected('3')) await runWaiterScaling()
-    if (selected('5')) await runThreadScaling()
-  }
+  if (opts.waiters && selected('3')) await runWaiterScaling()
+  if (opts.threads && selected('5')) await runThreadScaling()
   if (opts.sweep && (selected('1') || selected('2') || selected('5'))) await runSpinSweep()
-  process.stdout.write(`\n(${((Date.now() - t0) / 1000).toFixed(0)} s; load average at end ${loadavg()})\n`)
+  const seconds = Math.round((Date.now() - t0) / 1000)
+  process.stdout.write(`\n(${seconds} s; load average at end ${loadavg()})\n`)
   clearInterval(keepAlive)
+  results.meta = {
+    date: new Date(t0).toISOString(),
+    node: process.version,
+    platform: os.platform(),
+    arch: os.arch(),
+    cores: cpus.length,
+    cpu: cpus[0] ? cpus[0].model.trim() : 'unknown cpu',
+    memGiB: Math.round(os.totalmem() / 2 ** 30),
+    commit: gitCommit(),
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+    quick,
+    spin: opts.spin,
+    lockOptions: opts.lockOptions,
+    loadStart,
+    loadEnd: os.loadavg().map((x) => Number(x.toFixed(2))),
+    seconds
+  }
+  const dir = opts.out !== null
+    ? opts.out
+    : opts.full ? charts.DOCS : path.join(__dirname, '..', 'build', 'bench')
+  const written = charts.writeAll(results, dir)
+  process.stdout.write(`\nresults and charts: ${written.map((f) => path.relative(process.cwd(), f)).join(', ')}\n`)
+}
+
+// The commit measured, with '+' when the work tree differs from it; null
+// outside a git checkout.
+function gitCommit () {
+  const git = (...args) => spawnSync('git', args, { cwd: __dirname, encoding: 'utf8' })
+  const head = git('rev-parse', '--short', 'HEAD')
+  if (head.status !== 0) return null
+  const dirty = git('status', '--porcelain', '--untracked-files=no')
+  return head.stdout.trim() + (dirty.status === 0 && dirty.stdout.trim() !== '' ? '+' : '')
 }
 
 main().catch((err) => {

@@ -2,25 +2,23 @@
 
 // AsyncLock: an owner-aware lock in one Int32 of a SharedArrayBuffer.
 //
-// The word and its fast paths are lib/LockWord.js. An uncontended acquire
-// and release are one compare-exchange each, here in JavaScript.
+// The word and its fast paths are lib/LockWord.js; the policy is one state
+// machine in src/lock.c (normal mode with barging and one woken waiter,
+// hand-off when a waiter starves or the holder's slice is over). An
+// uncontended acquire and release are one compare-exchange each, here in
+// JavaScript; every other decision is the core's.
 //
-// The default policy is eventual fairness. A running thread may take a free
-// lock even while others sleep, and the release that frees it wakes the
-// oldest waiter to compete, unless one is already on its way, in which case
-// the release is a compare-exchange too. Every thread that holds the lock
-// while others wait counts its slice (SLICE_GRANTS grants or SLICE_MS,
-// whichever ends first), and the release that ends the slice hands the lock
-// straight to the oldest waiter. The core also hands it over to a waiter
-// that has waited longer than a millisecond. So a hot loop runs at
-// uncontended speed for a slice, and the threads take turns.
+// A thread's own promise requests stay in order: only the oldest goes to
+// the core, the others wait in this object's ThreadQueue. When the thread
+// releases the lock while it has such requests, it asks the core whether it
+// may keep the lock for the next one (LockWord.keep): yes while its slice
+// lasts and no waiter starves, and then the next request is granted without
+// a trip through the core or the event loop; otherwise the lock goes to the
+// oldest waiter and the thread's next request queues in the core.
 //
-// A thread's own promise requests stay in order: only the oldest goes to the
-// core, the others wait in this object's ThreadQueue, and a release passes
-// the lock to the thread's next request directly while its slice lasts.
-//
-// A release through the promise API may keep the word for a few
-// microtasks while others wait: see the reservation in lib/LockWord.js.
+// A release always releases: once it returns, another thread can take the
+// lock (or has been handed it), unless the thread passed it to its own
+// next request.
 //
 // { fifo: true } opens the lock in strict FIFO hand-off instead: every
 // release with waiters hands the lock to the oldest, so nobody ever barges,
@@ -32,9 +30,9 @@ const native = require('./native')
 const { readFlag, readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
-const { LockWord, HANDOFF } = require('./LockWord')
+const { LockWord } = require('./LockWord')
 
-const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED: OWNER_DIED_BIT, LOCK_PASSING: PASSING } = native.constants
+const { GATE_LOCK, LOCK_ID_MASK: ID_MASK } = native.constants
 
 const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
 
@@ -42,17 +40,27 @@ class AsyncLock extends SharedSlot {
   #i32
   #word
   #queue = new ThreadQueue()
+  // Whether this object holds the lock: granted through it and not yet
+  // released. Two objects on one word in one thread each have their own
+  // queue, and only the holding one passes the lock to its own requests.
+  #held = false
   // A request waiting in this thread's queue ended by its timer or signal.
-  #drop = (req, err) => { if (this.#queue.remove(req)) req.reject(err) }
-  // A release through the promise API (see LockWord.leave).
-  #leave = () => { if (this.#queue.size !== 0 || !this.#word.leave()) this.unlock() }
+  #drop = (req, err) => {
+    const first = this.#queue.first === req
+    if (!this.#queue.remove(req)) return
+    req.reject(err)
+    // The next request competes now, unless this object holds the lock,
+    // whose release passes it on.
+    if (first) this.#sendNext()
+  }
+  #release = () => this.unlock()
   // The promise form's requests, for the acquire skeleton (lib/gate.js).
   #gate = {
-    take: () => this.#queue.size === 0 && this.#word.fast() ? this.ownerDied : undefined,
+    take: () => this.#queue.size === 0 && this.#fast() ? this.ownerDied : undefined,
     attempt: () => this.tryLock() ? this.ownerDied : undefined,
     queue: (flags, o, where, release) => this.#word.fifo
       ? gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, where)
-        .then((ownerDied) => gate.makeRelease(release, ownerDied))
+        .then((ownerDied) => { this.#held = true; return gate.makeRelease(release, ownerDied) })
       : new Promise((resolve, reject) => this.#enqueue(new Request(o, where, resolve, reject)))
   }
 
@@ -71,7 +79,7 @@ class AsyncLock extends SharedSlot {
       fifo = readFlag((handle === undefined ? o : handle).fifo, false, where, 'fifo')
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
-    this.#word = new LockWord(this.#i32, fifo, () => this.unlock())
+    this.#word = new LockWord(this.#i32, fifo)
   }
 
   /** A structured-clonable description of the lock, with its mode. */
@@ -88,7 +96,7 @@ class AsyncLock extends SharedSlot {
   /** The threadId of the holder, or null. */
   get owner () {
     const id = this.#word.value & ID_MASK
-    return id === 0 || id === PASSING ? null : id - 1
+    return id === 0 ? null : id - 1
   }
 
   /** How many requests (sync or async, all threads) wait for the lock. */
@@ -103,65 +111,81 @@ class AsyncLock extends SharedSlot {
    * died holding it: the data it protects may be half updated. Cleared by
    * the next release.
    */
-  get ownerDied () { return (this.#word.value & OWNER_DIED_BIT) !== 0 }
+  get ownerDied () { return this.#word.ownerDied }
+
+  #fast () {
+    if (!this.#word.fast()) return false
+    this.#held = true
+    return true
+  }
 
   /** Blocks this thread until it holds the lock. */
   lock (options) {
-    if (options === undefined && this.#queue.size === 0 && this.#word.fast()) return
+    if (options === undefined && this.#queue.size === 0 && this.#fast()) return
     const timeout = readSyncOptions(options, 'AsyncLock.lock')
-    if (this.#queue.size === 0 && this.#word.fast()) return
+    if (this.#queue.size === 0 && this.#fast()) return
     if (this.#word.mine || this.#queue.size !== 0) {
       throw deadlockError('AsyncLock.lock', 'this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
     }
     gate.gateSync(this.#i32, 0, GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
     this.#word.restart()
+    this.#held = true
   }
 
   /** Takes the lock if that is possible without waiting. */
   tryLock () {
     if (this.#queue.size !== 0) return false // this thread's older requests come first
-    if (this.#word.fast()) return true
+    if (this.#fast()) return true
     if (this.#word.mine) return false
-    return gate.gateTry(this.#i32, 0, GATE_LOCK, this.#word.flags) !== undefined
+    if (gate.gateTry(this.#i32, 0, GATE_LOCK, this.#word.flags) === undefined) return false
+    this.#held = true
+    return true
   }
 
   /**
-   * Releases the lock held by this thread. While its slice lasts, the
-   * thread's next queued request gets the lock directly.
+   * Releases the lock held by this thread. While its slice lasts, and no
+   * other thread's waiter starves, the next request this object has queued
+   * gets the lock directly.
    */
   unlock () {
-    const queue = this.#queue
-    if (queue.size === 0 || queue.first.native) {
+    const next = this.#queue.first
+    if (next === null || next.native || !this.#held) {
       this.#word.unlock()
+      this.#held = false
+      if (next !== null && !next.native) this.#sendNext()
       return
     }
-    const v = this.#word.value
-    this.#word.checkOwner(v)
-    const next = queue.first
-    queue.remove(next)
-    if (this.#word.keep(v)) {
+    if (this.#word.keep()) {
+      this.#queue.remove(next)
       this.#grant(next, false) // this thread keeps the lock
       return
     }
-    this.#word.release(v, HANDOFF)
+    this.#held = false
     this.#send(next)
   }
 
-  // Resolves `req`, whose thread now holds the lock.
+  // Resolves `req`, whose thread now holds the lock through this object.
   #grant (req, ownerDied) {
-    req.resolve(gate.makeRelease(this.#leave, ownerDied))
+    this.#held = true
+    req.resolve(gate.makeRelease(this.#release, ownerDied))
   }
 
-  // Queues a promise request of this thread. While this thread holds the
+  // Queues a promise request of this thread. While this object holds the
   // lock or has older requests, it waits here for the release that passes
   // the lock on; otherwise it goes to the core at once.
   #enqueue (req) {
-    if (this.#queue.size === 0 && !this.#word.mine) {
+    if (this.#queue.size === 0 && !(this.#held && this.#word.mine)) {
       this.#queue.push(req, undefined)
       this.#send(req)
     } else {
       this.#queue.push(req, this.#drop)
     }
+  }
+
+  // Sends the oldest request, if it still waits here, to the core.
+  #sendNext () {
+    const next = this.#queue.first
+    if (next !== null && !next.native && !(this.#held && this.#word.mine)) this.#send(next)
   }
 
   // Sends `req`, first in this thread's queue, to the core.
@@ -181,10 +205,9 @@ class AsyncLock extends SharedSlot {
     }, (err) => {
       this.#queue.remove(req)
       req.reject(err)
-      // The next request of this thread competes now, unless this thread
+      // The next request of this thread competes now, unless this object
       // holds the lock, whose release passes it on.
-      const next = this.#queue.first
-      if (next !== null && !this.#word.mine) this.#send(next)
+      this.#sendNext()
     })
   }
 
@@ -205,11 +228,11 @@ class AsyncLock extends SharedSlot {
   // The promise API's common path; `where` names the public method in
   // error messages. May throw synchronously on bad options.
   #acquire (options, where) {
-    if (options === undefined && this.#queue.size === 0 && this.#word.fast()) {
-      return Promise.resolve(gate.makeRelease(this.#leave, this.ownerDied))
+    if (options === undefined && this.#queue.size === 0 && this.#fast()) {
+      return Promise.resolve(gate.makeRelease(this.#release, this.ownerDied))
     }
     const o = options === undefined ? NO_OPTIONS : readAsyncOptions(options, where, true)
-    return gate.acquire(this.#gate, this.#word.flags, o, where, this.#leave)
+    return gate.acquire(this.#gate, this.#word.flags, o, where, this.#release)
   }
 
   // Runs `callback` holding the lock that this thread took uncontended:
@@ -221,7 +244,7 @@ class AsyncLock extends SharedSlot {
         ? await result
         : result
     } finally {
-      this.#leave()
+      this.unlock()
     }
   }
 
@@ -232,7 +255,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#queue.size === 0 && this.#word.fast()) return this.#runHeld(callback)
+        this.#queue.size === 0 && this.#fast()) return this.#runHeld(callback)
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -243,7 +266,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#queue.size === 0 && this.#word.fast()) return this.#runHeld(f)
+      if (typeof f === 'function' && this.#queue.size === 0 && this.#fast()) return this.#runHeld(f)
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {

@@ -3,19 +3,22 @@
 // RWLock: many readers or one writer, in one Int32 of a SharedArrayBuffer.
 // A waiting writer holds back readers that come after it, so a stream of
 // readers cannot starve writers, and the readers queued before the next
-// writer are let in together. Writers follow AsyncLock's default policy: a
-// running writer may take a free word while others wait, a writer's release
-// wakes the oldest waiting writer to compete (readers at the head are
-// granted at once), and a writer's slice (lib/Slice.js) ends in a hand-off
-// to the oldest waiter. A thread's own write requests stay in order: while
-// one waits, its next ones do not barge.
+// writer are let in together. Writers follow the lock policy (src/lock.c,
+// with their fast paths in lib/LockWord.js): a running writer may take a
+// free word while others wait, a writer's release wakes the oldest waiting
+// writer to compete or hands the lock over (readers at the head, a waiter
+// that starves, the end of the writer's slice). A thread's own write
+// requests stay in order: while one waits, its next ones do not barge.
+//
+// Readers are owners too: every read lock is taken and given back through
+// the core, which counts them per thread (src/rwlock.c), so that a thread
+// that dies holding read locks gives them back, and its next writer is told
+// (ownerDied), as for a writer that dies holding the lock.
 //
 // Word layout (src/waiters.h): with bit 29 set, the writer's thread id + 1
-// in the low 29 bits; otherwise the number of readers there; bit 30 while
-// requests are queued, bit 31 while a woken writer is on its way (see
-// lib/LockWord.js). The writer is known, so a writer that dies holding
-// the lock is recovered like an AsyncLock owner; readers are counted, not
-// named, so a reader that dies holding a read lock leaves it held.
+// in the low 28 bits; otherwise the number of readers there; bit 28 when a
+// holder died (cleared by the next writer's release), bit 30 while
+// requests are queued, bit 31 while a woken writer is on its way.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -24,22 +27,17 @@ const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { LockWord } = require('./LockWord')
 
 const { selfId } = native
-const {
-  GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, GATE_WAITERS: WAITERS_BIT,
-  LOCK_BARGE: BARGE
-} = native.constants
-const { compareExchange, load } = Atomics
+const { GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, LOCK_BARGE: BARGE } = native.constants
 
 class RWLock extends SharedSlot {
   #i32
   #read
   #write
   #releaseRead = () => this.releaseRead()
+  #releaseWrite = () => this.releaseWrite()
   #word // this thread's side of the word as a writer (lib/LockWord.js)
   #pendingWrites = 0 // this thread's write requests that have not settled
   #writeSettled = () => { this.#pendingWrites-- }
-  // A writer's release through the promise API (see LockWord.leave).
-  #leaveWrite = () => { if (!this.#word.leave()) this.releaseWrite() }
 
   /**
    * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
@@ -50,9 +48,10 @@ class RWLock extends SharedSlot {
   constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
     super({ type: 'RWLock', words: 1 }, [buffer, byteOffset, options])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
-    this.#word = new LockWord(this.#i32, false, () => this.releaseWrite(), 'write')
-    this.#read = new gate.Gate(this.#i32, GATE_READ, () => this.#fastRead() ? false : undefined)
-    this.#write = new gate.Gate(this.#i32, GATE_WRITE, () => this.#fastWrite() ? false : undefined)
+    this.#word = new LockWord(this.#i32, false, 'write')
+    // Read locks have no fast path: the core counts them per thread.
+    this.#read = new gate.Gate(this.#i32, GATE_READ, () => undefined)
+    this.#write = new gate.Gate(this.#i32, GATE_WRITE, () => this.#fastWrite() ? this.#word.ownerDied : undefined)
   }
 
   /** Readers holding the lock now. */
@@ -69,17 +68,6 @@ class RWLock extends SharedSlot {
 
   /** Requests waiting, in all threads. */
   get waiting () { return native.waiterCount(this.#i32, 0) }
-
-  #fastRead () {
-    this.#word.settle() // a writer's reservation of this thread ends first
-    let v = load(this.#i32, 0)
-    while (!(v & (WAITERS_BIT | WRITER)) && (v & MASK) < MASK) {
-      const seen = compareExchange(this.#i32, 0, v, v + 1)
-      if (seen === v) return true
-      v = seen
-    }
-    return false
-  }
 
   // A running writer takes a word without readers or writer even while
   // others wait, unless one of its own write requests waits.
@@ -116,18 +104,13 @@ class RWLock extends SharedSlot {
    */
   acquireWriteSync (options) {
     const timeout = readSyncOptions(options, 'RWLock.acquireWriteSync')
-    const ownerDied = gate.acquireSync(this.#write, this.#writeFlags, timeout, 'RWLock.acquireWriteSync')
-    this.#word.restart()
+    if (this.#fastWrite()) return this.#word.ownerDied
+    const ownerDied = gate.gateSync(this.#i32, 0, GATE_WRITE, this.#writeFlags, timeout, 'RWLock.acquireWriteSync')
+    this.#word.restart() // it waited in the core: a new slice
     return ownerDied
   }
 
   releaseRead () {
-    let v = load(this.#i32, 0)
-    while (!(v & (WAITERS_BIT | WRITER)) && (v & MASK) > 0) {
-      const seen = compareExchange(this.#i32, 0, v, v - 1)
-      if (seen === v) return
-      v = seen
-    }
     gate.gateRelease(this.#i32, 0, GATE_READ, 0, 'RWLock.releaseRead')
   }
 
@@ -145,7 +128,7 @@ class RWLock extends SharedSlot {
   acquireWrite (options) {
     return gate.rejecting(() => {
       const o = readAsyncOptions(options, 'RWLock.acquireWrite', true)
-      const p = gate.acquire(this.#write, this.#writeFlags, o, 'RWLock.acquireWrite', this.#leaveWrite)
+      const p = gate.acquire(this.#write, this.#writeFlags, o, 'RWLock.acquireWrite', this.#releaseWrite)
       this.#pendingWrites++
       p.then(this.#writeSettled, this.#writeSettled)
       return p

@@ -36,6 +36,14 @@ class Request {
 const FOREVER = 0x7fffffff
 function noop () {}
 
+// setTimeout takes at most FOREVER ms (a longer delay fires after 1 ms), so
+// a longer timeout waits in steps until its deadline.
+function armTimer (req, fire) {
+  const left = req.deadline - performance.now()
+  req.timer = setTimeout(left > FOREVER ? () => armTimer(req, fire) : fire, Math.min(Math.max(left, 0), FOREVER))
+  req.timer.unref()
+}
+
 class ThreadQueue {
   #head = null
   #tail = null
@@ -59,10 +67,7 @@ class ThreadQueue {
     if (drop === undefined) return
     const { timeout, signal, ref } = req.options
     req.watched = true
-    if (timeout !== Infinity) {
-      req.timer = setTimeout(() => drop(req, timeoutError(timeout, req.where)), timeout)
-      req.timer.unref()
-    }
+    if (timeout !== Infinity) armTimer(req, () => drop(req, timeoutError(timeout, req.where)))
     if (signal !== undefined) {
       req.onAbort = () => drop(req, abortError(signal))
       signal.addEventListener('abort', req.onAbort, { once: true })

@@ -75,10 +75,13 @@ function gateAsync (i32, index, gate, amount, o, where) {
 }
 
 // Releases through the core; throws for a caller that holds nothing.
+// Returns the core's answer: 0, or RESULT_ACQUIRED when a LOCK_KEEP
+// release kept the lock.
 function gateRelease (i32, index, gate, amount, where) {
   const r = native.gateRelease(i32, index, gate, selfId, amount)
   if (r === ENOTOWNER) throw notOwnerError(where)
   if (r === EOVERFLOW) throw new RangeError(`${where}: releasing ${amount} would exceed the maximum count`)
+  return r
 }
 
 // Blocking plain wait on one Int32: 'ok', 'not-equal' or 'timed-out'.

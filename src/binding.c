@@ -86,6 +86,10 @@ tl__start(napi_env env, tl_env_t *e, tl_async_t *n, int r, napi_value ta,
 
   if (r != TL_RESULT_PENDING) {
     tl__free(n);
+    if (r == TL_ENOMEM) {
+      tl__throw_enomem(env);
+      return NULL;
+    }
     return tl__int(env, r);
   }
 
@@ -101,7 +105,8 @@ tl__start(napi_env env, tl_env_t *e, tl_async_t *n, int r, napi_value ta,
     tl__throw_last(env, "napi_create_promise");
     goto fail;
   }
-  tl__book(e, n);
+  if (tl__book(e, n))
+    tl__arm_timer(e);
   if (!with_token)
     return promise;
   TL_NAPI_CALL(env, tl__token_new(env, n, &token));
@@ -114,9 +119,11 @@ fail:
   if (n->keep != NULL)
     tl__unkeep(e, n->keep);
   n->keep = NULL;
-  if (tl_cancel(&n->w, TL_CANCELLED)) {
+  if (tl_cancel(&n->w, TL_CANCELLED) == TL_CANCEL_WAITING) {
     tl__free(n);
   } else {
+    /* Granted, or woken and on the ready queue already: the queue's
+     * drain frees it once it is done. */
     if (n->kind == TL_NODE_GATE)
       tl_gate_abandon(&n->w);
     n->deferred = NULL;
@@ -184,7 +191,7 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));
   TL_NAPI_CALL(env, napi_coerce_to_bool(env, argv[5], &argv[5]));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[5], &with_token));
-  n = tl__new_async(env, e, timeout, ref, TL_NODE_WAIT, sizeof(*n));
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_WAIT, sizeof(*n), tl__settle);
   if (n == NULL)
     return NULL;
   r = tl_wait_async(&n->w, addr, width, expected, timeout == 0);
@@ -232,6 +239,22 @@ tl__gate_args(napi_env env, napi_value *argv, void **addr, int32_t *gate,
   return 0;
 }
 
+/* A read lock just granted to this thread (`r`) keeps its buffer alive
+ * until it is released. Returns 0, or -1 with an exception pending and the
+ * read lock given back. */
+static int
+tl__read_kept(napi_env env, napi_value ta, void *addr, uint32_t id, int r)
+{
+  const void *base;
+
+  if (r != TL_RESULT_ACQUIRED && r != TL_RESULT_OWNER_DIED)
+    return 0;
+  if (tl__keep(env, tl__env(env), ta, &base) == 0)
+    return 0;
+  tl_gate_release(addr, TL_GATE_READ, id, 0);
+  return -1;
+}
+
 /* gateAcquire(i32, index, gate, id, amount, timeoutMs) -> code. */
 static napi_value
 tl_napi_gate_acquire(napi_env env, napi_callback_info info)
@@ -242,13 +265,21 @@ tl_napi_gate_acquire(napi_env env, napi_callback_info info)
   int32_t gate;
   uint32_t id, amount;
   double timeout;
+  int r;
 
   TL_GET_ARGS(env, info, 6, argv);
   if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
   tl__probe_init(tl__env(env), &probe);
-  return tl__int(env, tl_gate_acquire(addr, gate, id, amount, timeout, &probe));
+  r = tl_gate_acquire(addr, gate, id, amount, timeout, &probe);
+  if (r == TL_ENOMEM) {
+    tl__throw_enomem(env);
+    return NULL;
+  }
+  if (gate == TL_GATE_READ && tl__read_kept(env, argv[0], addr, id, r) != 0)
+    return NULL;
+  return tl__int(env, r);
 }
 
 /* gateRelease(i32, index, gate, id, amount) -> 0 or a TL_E* code. */
@@ -259,11 +290,15 @@ tl_napi_gate_release(napi_env env, napi_callback_info info)
   void *addr;
   int32_t gate;
   uint32_t id, amount;
+  int r;
 
   TL_GET_ARGS(env, info, 5, argv);
   if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
     return NULL;
-  return tl__int(env, tl_gate_release(addr, gate, id, amount));
+  r = tl_gate_release(addr, gate, id, amount);
+  if (gate == TL_GATE_READ && r == 0)
+    tl__unkeep_ta(env, tl__env(env), argv[0]);
+  return tl__int(env, r);
 }
 
 /* gateAcquireAsync(i32, index, gate, id, amount, timeoutMs, ref, withToken)
@@ -288,10 +323,15 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[6], &ref));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[7], &with_token));
-  n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE, sizeof(*n));
+  n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE, sizeof(*n), tl__settle);
   if (n == NULL)
     return NULL;
   r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
+  if (gate == TL_GATE_READ && r != TL_RESULT_PENDING &&
+      tl__read_kept(env, argv[0], addr, id, r) != 0) {
+    tl__free(n);
+    return NULL;
+  }
   return tl__start(env, e, n, r, argv[0], with_token);
 }
 
@@ -431,7 +471,7 @@ tl__constants(napi_env env)
 #define TL__CONSTANT(name, value) { #name, TL_##name },
     TL_RESULT_MAP(TL__CONSTANT) TL_ERRNO_MAP(TL__CONSTANT)
         TL_GATE_MAP(TL__CONSTANT) TL_WORD_MAP(TL__CONSTANT)
-            TL_NAMED_MAP(TL__CONSTANT)
+            TL_POLICY_MAP(TL__CONSTANT) TL_NAMED_MAP(TL__CONSTANT)
 #undef TL__CONSTANT
   };
   napi_value constants, v;
@@ -481,7 +521,7 @@ NAPI_MODULE_INIT()
     return NULL;
   }
   /* Loading the same file again in one thread reuses that thread's state. */
-  if (tl__env(env) == NULL && tl__env_new(env) == NULL)
+  if (tl__env(env) == NULL && tl__env_new(env, tl__call_js) == NULL)
     return NULL;
   for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
     napi_value fn;

@@ -8,7 +8,7 @@
 
 napi_value tl__named_exports(napi_env env, napi_value exports);
 
-void
+static void
 tl__named_deliver(napi_env env, tl_env_t *e, tl_named_node_t *nn)
 {
   tl_async_t *n = &nn->a;
@@ -104,7 +104,8 @@ tl_napi_named_request(napi_env env, napi_callback_info info)
                        sizeof(stack_name) / sizeof(stack_name[0]), &len);
   if (name == NULL)
     return NULL;
-  n = tl__new_async(env, e, INFINITY, 0, TL_NODE_NAMED, sizeof(*nn));
+  n = tl__new_async(env, e, INFINITY, 0, TL_NODE_NAMED, sizeof(*nn),
+                    tl__settle);
   if (n == NULL) {
     if (name != stack_name)
       tl__free(name);
@@ -112,6 +113,7 @@ tl_napi_named_request(napi_env env, napi_callback_info info)
   }
   nn = (tl_named_node_t *)n;
   nn->id = ++e->next_named_id;
+  nn->deliver = tl__named_deliver;
   phase = tl_named_request(&nn->r, name, len, exclusive, if_available, steal,
                            e->lock_id, tl__named_event);
   if (name != stack_name)
@@ -130,7 +132,8 @@ tl_napi_named_request(napi_env env, napi_callback_info info)
   /* Booked in the pending list so that teardown releases it. A queued
    * request keeps the loop alive (if `ref`) until it is granted. */
   n->ref = (uint8_t)(phase == TL_NAMED_QUEUED && ref);
-  tl__book(e, n);
+  if (tl__book(e, n))
+    tl__arm_timer(e);
   if (phase == TL_NAMED_QUEUED)
     TL_NAPI_CALL(env, napi_create_promise(env, &n->deferred, &promise));
   TL_NAPI_CALL(env, napi_create_array_with_length(env, 4, &out));

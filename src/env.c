@@ -83,6 +83,26 @@ tl__keep(napi_env env, tl_env_t *e, napi_value ta, const void **base)
 }
 
 void
+tl__keep_more(tl_env_t *e, const void *base)
+{
+  tl_keep_t *k = *tl__keep_slot(e, base);
+
+  if (k != NULL)
+    k->count++;
+}
+
+void
+tl__unkeep_ta(napi_env env, tl_env_t *e, napi_value ta)
+{
+  void *data;
+  size_t offset;
+
+  if (napi_get_typedarray_info(env, ta, NULL, NULL, &data, NULL, &offset) ==
+      napi_ok)
+    tl__unkeep(e, (const char *)data - offset);
+}
+
+void
 tl__unkeep(tl_env_t *e, const void *base)
 {
   tl_keep_t **p = tl__keep_slot(e, base), *k = *p;
@@ -115,18 +135,17 @@ tl__drop_ref(tl_env_t *e, tl_async_t *n)
   n->ref = 0;
 }
 
-void
+int
 tl__book(tl_env_t *e, tl_async_t *n)
 {
   tl_queue_insert_tail(&e->pending, &n->pending);
   tl__ref(e, n, +1);
-  if (n->timeout.deadline != UINT64_MAX) {
-    /* The caller reserved the room before it enqueued the waiter. */
-    if (tl_heap_push(&e->heap, &n->timeout) != 0)
-      abort();
-    if (n->timeout.index == 0)
-      tl__arm_timer(e);
-  }
+  if (n->timeout.deadline == UINT64_MAX)
+    return 0;
+  /* The caller reserved the room before it enqueued the waiter. */
+  if (tl_heap_push(&e->heap, &n->timeout) != 0)
+    abort();
+  return n->timeout.index == 0;
 }
 
 /* Frees a retired node once nothing refers to it: no token (whose finalizer
@@ -326,7 +345,7 @@ tl__env(napi_env env)
 
 tl_async_t *
 tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref, int kind,
-              size_t size)
+              size_t size, tl_settle_cb settle)
 {
   tl_async_t *n = tl__calloc(1, size);
 
@@ -334,7 +353,7 @@ tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref, int kind,
     tl__throw_enomem(env);
     return NULL;
   }
-  tl_waiter_init_async(&n->w, tl__settle);
+  tl_waiter_init_async(&n->w, settle);
   n->env = e;
   tl_queue_init(&n->ready);
   tl_queue_init(&n->pending);
@@ -350,7 +369,7 @@ tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref, int kind,
  * is added last so that it runs before the function's own teardown.
  * Returns NULL with an exception pending. */
 tl_env_t *
-tl__env_new(napi_env env)
+tl__env_new(napi_env env, napi_threadsafe_function_call_js call_js)
 {
   tl_env_t *e = tl__calloc(1, sizeof(*e));
   napi_value name, noop, results, ok, timed_out;
@@ -388,7 +407,7 @@ tl__env_new(napi_env env)
       napi_set_element(env, results, 1, timed_out) != napi_ok ||
       napi_create_reference(env, results, 1, &e->results) != napi_ok ||
       napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, e,
-                                      tl__tsfn_finalize, e, tl__call_js,
+                                      tl__tsfn_finalize, e, call_js,
                                       &e->tsfn) != napi_ok) {
     tl__throw_last(env, "threadlock: cannot set up this thread");
     goto fail_timer;

@@ -81,11 +81,14 @@ typedef struct tl_async_s {
 
 /* A named lock request; once granted, the held lock. Booked in its env's
  * pending list from the request until release, cancel or teardown. */
-typedef struct tl_named_node_s {
+typedef struct tl_named_node_s tl_named_node_t;
+struct tl_named_node_s {
   tl_async_t a; /* must stay first */
   tl_named_t r; /* linked into the names table */
   uint32_t id;  /* reported to JS when the lock is stolen */
-} tl_named_node_t;
+  /* Delivers its events on the env thread (binding_names.c); set once. */
+  void (*deliver)(napi_env env, tl_env_t *e, tl_named_node_t *nn);
+};
 
 /* One reference per buffer with pending waiters of a thread, counted: a
  * freed buffer's address could be reused, so its memory must outlive every
@@ -124,13 +127,13 @@ void tl__throw_enomem(napi_env env);
 
 /* This thread's state, made by tl__env_new when the addon is loaded. */
 tl_env_t *tl__env(napi_env env);
-tl_env_t *tl__env_new(napi_env env);
+tl_env_t *tl__env_new(napi_env env, napi_threadsafe_function_call_js call_js);
 
 /* A zeroed node of `size` bytes (at least a tl_async_t) for env `e`, with
- * the deadline `timeout` milliseconds from now; NULL with ENOMEM thrown
- * when memory ran out. */
+ * the deadline `timeout` milliseconds from now, whose waiter reports to
+ * `settle`; NULL with ENOMEM thrown when memory ran out. */
 tl_async_t *tl__new_async(napi_env env, tl_env_t *e, double timeout, int ref,
-                          int kind, size_t size);
+                          int kind, size_t size, tl_settle_cb settle);
 
 /* The sync waits' termination probe of env `e`. */
 void tl__probe_init(tl_env_t *e, tl_probe_t *probe);
@@ -140,6 +143,13 @@ void tl__probe_init(tl_env_t *e, tl_probe_t *probe);
  * exception pending and nothing kept. Env thread. */
 int tl__keep(napi_env env, tl_env_t *e, napi_value ta, const void **base);
 void tl__unkeep(tl_env_t *e, const void *base);
+
+/* One more count on a buffer kept already (a pending read request that was
+ * granted keeps it for as long as the read lock is held), and one less on
+ * the buffer under `ta`. A read lock keeps its buffer alive so that a
+ * thread that dies holding it can give it back (rwlock.c). Env thread. */
+void tl__keep_more(tl_env_t *e, const void *base);
+void tl__unkeep_ta(napi_env env, tl_env_t *e, napi_value ta);
 
 /* ready.c. Any thread; takes ownership of `n` and queues it for its env's
  * thread (one threadsafe call per batch). Expects no ready_lock. */
@@ -163,8 +173,9 @@ void tl__maybe_free(tl_async_t *n);
 
 /* Env thread: books `n` in the env's pending list, which takes its loop
  * reference and puts its deadline in the heap (whose room the caller
- * reserved). Teardown then finds it. */
-void tl__book(tl_env_t *e, tl_async_t *n);
+ * reserved). Teardown then finds it. Returns 1 when its deadline is now
+ * the env's earliest: the caller then arms the timer (tl__arm_timer). */
+int tl__book(tl_env_t *e, tl_async_t *n);
 
 /* Env thread: a booked node that stops keeping the loop alive early (a
  * named request once granted). */
@@ -184,8 +195,5 @@ napi_status tl__token_new(napi_env env, tl_async_t *n, napi_value *token);
 
 /* The name table's event callback: any thread, under the names lock. */
 void tl__named_event(tl_named_t *r, int event);
-
-/* binding_names.c: delivers a named node's events on the env thread. */
-void tl__named_deliver(napi_env env, tl_env_t *e, tl_named_node_t *nn);
 
 #endif /* TL_ENV_H_ */

@@ -1,256 +1,97 @@
-/* The gates on top of the parking table: lock, semaphore and read-write
- * lock words whose grants are decided under the word's bucket lock.
- * Acquire, release, timeout, abandon and retry for every kind, and the
- * semaphore's and read-write lock's policies; the lock's own policy is in
- * lock.c.
+/* The public gate API: lock, read-write lock and semaphore words whose
+ * grants the core decides under the word's bucket lock. Acquire (blocking
+ * and async), retry, release, abandon and owner death for every kind; the
+ * policies themselves are lock.c (locks and writers), rwlock.c (readers)
+ * and sem.c (semaphores).
  */
 #include "waiters.h"
-
-#include <stdlib.h>
 
 #include "platform.h"
 #include "tl_internal.h"
 
-/* Grants semaphore waiters at the head of the queue on `addr` for as long
- * as the permits suffice; FIFO means a large request at the head holds back
- * smaller ones behind it. Expects b->lock. While waiters are queued the
- * waiters bit is set and the compare-exchange fast paths stay away, so the
- * stores below cannot lose a concurrent update. */
-static void
-tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)addr;
+static void tl__gate_abandon_grant(tl_bucket_t *b, tl_waiter_t *w);
 
-  for (;;) {
-    tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
-    int32_t v = atomic_load(word);
-    uint32_t avail = (uint32_t)(v & TL_SEM_MASK);
-
-    if (h == NULL) {
-      if (v & TL_GATE_WAITERS)
-        atomic_fetch_and(word, ~TL_GATE_WAITERS);
-      return;
-    }
-    if (avail < h->amount)
-      return;
-    tl__unlink(b, h);
-    v = (int32_t)(avail - h->amount);
-    if (tl__next_gate_waiter(b->head, addr) != NULL)
-      v |= TL_GATE_WAITERS;
-    atomic_store(word, v);
-    h->granted = 1;
-    tl__finish(h, TL_NOTIFIED);
-  }
-}
-
-/* Grants read-write lock waiters at the head of the queue on `addr`: one
- * writer once no reader or writer holds it, or every reader up to the next
- * queued writer. A queued writer thus holds back later readers, so a stream
- * of readers cannot starve it. Expects b->lock. */
-void
-tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)addr;
-
-  for (;;) {
-    tl_waiter_t *h = tl__next_gate_waiter(b->head, addr);
-    int32_t v = atomic_load(word);
-    int32_t readers = v & TL_RW_MASK;
-    int32_t next;
-
-    if (h == NULL) {
-      if (v & TL_GATE_WAITERS)
-        atomic_fetch_and(word, ~TL_GATE_WAITERS);
-      return;
-    }
-    if ((v & TL_RW_WRITER) || (h->gate == TL_GATE_WRITE && readers != 0))
-      return;
-    next = (v & TL_LOCK_WOKEN) |
-           (h->gate == TL_GATE_WRITE ? (int32_t)(TL_RW_WRITER | h->lock_id)
-                                     : readers + 1);
-    if (tl__next_gate_waiter(h->next, addr) != NULL)
-      next |= TL_GATE_WAITERS;
-    /* A free word can be taken meanwhile by a barging writer in JavaScript:
-     * grant only through a compare-exchange, and look again if it fails. */
-    if (!atomic_compare_exchange_strong(word, &v, next))
-      continue;
-    tl__unlink(b, h);
-    h->owner_died = (uint8_t)owner_died;
-    h->granted = 1;
-    owner_died = 0;
-    tl__finish(h, TL_NOTIFIED);
-  }
-}
-
-/* Grants what the queue on w->addr can take after `w`, a gate waiter, left
- * without a grant; when it was the last one, clears the waiters bit so that
- * the owner can release with a compare-exchange again. Expects b->lock. */
-void
-tl__gate_after_leave(tl_bucket_t *b, tl_waiter_t *w)
-{
-  switch (w->gate) {
-  case TL_GATE_LOCK:
-    if (tl__next_gate_waiter(b->head, w->addr) == NULL)
-      atomic_fetch_and((_Atomic int32_t *)w->addr, ~TL_GATE_WAITERS);
-    break;
-  case TL_GATE_SEM:
-    tl__sem_pass(b, w->addr);
-    break;
-  default:
-    tl__rw_pass(b, w->addr, 0);
-    break;
-  }
-}
-
-/* Whether the thread of `w` already has a request queued for its word: a
- * blocking acquire would then wait for a grant that only this very thread
- * could ever use. Expects b->lock. */
-int
-tl__queued(tl_bucket_t *b, tl_waiter_t *w)
-{
-  for (tl_waiter_t *q = b->head; q != NULL; q = q->next)
-    if (q->addr == w->addr && q->gate != TL_GATE_NONE &&
-        q->lock_id == w->lock_id)
-      return 1;
-  return 0;
-}
-
-/* Enqueues `w` after setting the waiters bit of its word, which `v` was
- * last read as. Returns 0, or -1 when the word changed first (`v` then
- * holds the new value). Expects b->lock. */
-int
-tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-
-  if (!(*v & TL_GATE_WAITERS) &&
-      !atomic_compare_exchange_weak(word, v, *v | TL_GATE_WAITERS))
-    return -1;
-  atomic_store(&w->state, TL_WAITING);
-  if (w->since == 0)
-    w->since = tl_now_ns();
-  if (w->requeue)
-    tl__enqueue_front(b, w);
-  else
-    tl__enqueue(b, w);
-  return 0;
-}
-
-/* Takes `amount` permits, or queues behind earlier requests. */
-static int
-tl__sem_try_enqueue(tl_bucket_t *b, tl_waiter_t *w)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
-  int32_t v = atomic_load(word);
-
-  for (;;) {
-    if (!queued && (uint32_t)(v & TL_SEM_MASK) >= w->amount) {
-      if (atomic_compare_exchange_weak(word, &v, v - (int32_t)w->amount))
-        return TL_RESULT_ACQUIRED;
-      continue;
-    }
-    if (tl__gate_enqueue(b, w, &v) == 0)
-      return TL_RESULT_PENDING;
-  }
-}
-
-/* Takes a read or write lock, or queues. A writer that died holding the
- * word is cleared out first; the grant that follows says so. */
-static int
-tl__rw_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  int32_t v = atomic_load(word);
-  int took_over = 0;
-
-  for (;;) {
-    int queued = tl__next_gate_waiter(b->head, w->addr) != NULL;
-
-    if (v & TL_RW_WRITER) {
-      uint32_t owner = (uint32_t)(v & TL_RW_MASK);
-      if (owner == w->lock_id && !allow_self)
-        return TL_EDEADLK;
-      if (owner != w->lock_id && owner != TL_LOCK_PASSING &&
-          !tl_thread_alive(owner)) {
-        atomic_store(word, v & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
-        took_over = !queued;
-        tl__rw_pass(b, w->addr, 1);
-        v = atomic_load(word);
-        continue;
-      }
-    } else if (queued && w->gate == TL_GATE_WRITE &&
-               (w->amount & TL_LOCK_BARGE) && (v & TL_RW_MASK) == 0) {
-      /* Barging mode: a writer takes a free word while others wait. */
-      if (atomic_compare_exchange_weak(
-              word, &v, v | (int32_t)(TL_RW_WRITER | w->lock_id)))
-        return took_over ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
-      continue;
-    } else if (!queued) {
-      int32_t next = w->gate == TL_GATE_READ
-                         ? v + 1
-                         : (int32_t)(TL_RW_WRITER | w->lock_id);
-      if (w->gate == TL_GATE_READ ? (v & TL_RW_MASK) < TL_RW_MASK
-                                  : (v & TL_RW_MASK) == 0) {
-        if (atomic_compare_exchange_weak(word, &v, next))
-          return took_over ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
-        continue;
-      }
-    }
-    if (!allow_self && tl__queued(b, w))
-      return TL_EDEADLK;
-    if (tl__gate_enqueue(b, w, &v) == 0)
-      return TL_RESULT_PENDING;
-  }
-}
-
-static int
-tl__gate_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
-{
-  /* A woken waiter (lock or writer) yields or takes the word first. */
-  if (w->woken) {
-    int r = tl__barge_yield(b, w);
-    if (r != 0)
-      return r;
-  }
-  switch (w->gate) {
-  case TL_GATE_LOCK:
-    return tl__lock_try_enqueue(b, w, allow_self);
-  case TL_GATE_SEM:
-    return tl__sem_try_enqueue(b, w);
-  default:
-    return tl__rw_try_enqueue(b, w, allow_self);
-  }
-}
+static const tl_hooks_t tl__lock_hooks = { tl__lock_left,
+                                           tl__gate_abandon_grant };
+static const tl_hooks_t tl__read_hooks = { tl__rw_left,
+                                           tl__gate_abandon_grant };
+static const tl_hooks_t tl__sem_hooks = { tl__sem_left,
+                                          tl__gate_abandon_grant };
 
 static int
 tl__valid_gate(int gate, uint32_t id, uint32_t amount)
 {
-  if (gate == TL_GATE_SEM)
+  switch (gate) {
+  case TL_GATE_SEM:
     return amount <= TL_SEM_MASK;
-  if ((gate == TL_GATE_LOCK || gate == TL_GATE_WRITE) &&
-      amount > (TL_LOCK_BARGE | TL_LOCK_HANDOFF))
+  case TL_GATE_LOCK:
+    return id != 0 && id <= TL_LOCK_ID_MASK &&
+           amount <= (TL_LOCK_BARGE | TL_LOCK_HANDOFF | TL_LOCK_KEEP);
+  case TL_GATE_WRITE:
+    return id != 0 && id <= TL_RW_MASK &&
+           amount <= (TL_LOCK_BARGE | TL_LOCK_HANDOFF | TL_LOCK_KEEP);
+  case TL_GATE_READ:
+    return id != 0 && id <= TL_RW_MASK;
+  default:
     return 0;
-  return (gate == TL_GATE_LOCK || gate == TL_GATE_READ ||
-          gate == TL_GATE_WRITE) &&
-         id != 0 && id < TL_LOCK_PASSING;
+  }
 }
 
-/* One attempt of a sync gate waiter: takes the gate or (re)enqueues `sw`,
- * which leaves again at once if its deadline has passed. Takes b->lock. */
+/* Prepares `w` for a request and tries it: takes the gate, or queues. */
 static int
-tl__gate_enter(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline)
+tl__gate_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
-  int r;
-
-  tl_mutex_lock(&b->lock);
-  r = tl__gate_try_enqueue(b, &sw->base, 0);
-  if (r == TL_RESULT_PENDING && deadline <= tl_now_ns()) {
-    tl__remove(b, &sw->base);
-    r = TL_RESULT_TIMED_OUT;
+  switch (w->gate) {
+  case TL_GATE_LOCK:
+  case TL_GATE_WRITE:
+    w->hooks = &tl__lock_hooks;
+    return tl__lock_try(b, w, allow_self);
+  case TL_GATE_READ:
+    w->hooks = &tl__read_hooks;
+    return tl__read_try(b, w, allow_self);
+  default:
+    w->hooks = &tl__sem_hooks;
+    return tl__sem_try(b, w);
   }
-  tl_mutex_unlock(&b->lock);
-  return r;
+}
+
+/* A queued request whose thread runs again after its wait ended. */
+static int
+tl__gate_resume(tl_bucket_t *b, tl_waiter_t *w)
+{
+  if (w->gate == TL_GATE_LOCK || w->gate == TL_GATE_WRITE)
+    return tl__lock_resume(b, w);
+  if (atomic_load(&w->state) == TL_NOTIFIED)
+    return w->owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
+  return TL_RESULT_PENDING;
+}
+
+static int
+tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
+                        uint32_t amount)
+{
+  _Atomic int32_t *aword = (_Atomic int32_t *)word;
+
+  switch (gate) {
+  case TL_GATE_LOCK:
+  case TL_GATE_WRITE:
+    return tl__lock_release(b, aword, gate, id, amount);
+  case TL_GATE_READ:
+    return tl__read_release(b, aword, id);
+  default:
+    return tl__sem_release(b, aword, amount);
+  }
+}
+
+/* The hook for a grant that reaches a thread that will never use it: the
+ * gate is released as its holder would have released it. */
+static void
+tl__gate_abandon_grant(tl_bucket_t *b, tl_waiter_t *w)
+{
+  uint32_t amount =
+      w->gate == TL_GATE_SEM ? w->amount : w->amount & TL_LOCK_BARGE;
+
+  tl__gate_release_locked(b, (int32_t *)w->addr, w->gate, w->lock_id, amount);
 }
 
 int
@@ -265,22 +106,27 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
   if (!tl__valid_gate(gate, id, amount))
     return TL_EINVAL;
   tl__init_sync(&sw, (uintptr_t)word, gate, id, amount);
-  r = tl__gate_enter(b, &sw, deadline);
-  while (r == TL_RESULT_PENDING) {
-    r = tl__block(b, &sw, deadline, probe, TL_RESULT_ACQUIRED);
-    if (r != TL_RESULT_ACQUIRED || sw.base.granted)
-      break;
-    /* Barging mode: woken, not granted. Compete for the free word (or
-     * yield to its owner); on losing, wait again first in line, keeping
-     * the original deadline. The waiter is off the list here, so these
-     * fields are its own. */
-    sw.base.parked = 0;
-    sw.base.requeue = 1;
-    r = tl__gate_enter(b, &sw, deadline);
+  tl_mutex_lock(&b->lock);
+  r = tl__gate_try(b, &sw.base, 0);
+  for (;;) {
+    if (r == TL_RESULT_PENDING && deadline <= tl_now_ns()) {
+      /* Queued (again) with no time left: leave at once. */
+      tl__remove(b, &sw.base);
+      atomic_store(&sw.base.state, TL_TIMED_OUT);
+      r = TL_RESULT_TIMED_OUT;
+    }
+    tl_mutex_unlock(&b->lock);
+    if (r != TL_RESULT_PENDING)
+      return r;
+    r = tl__block(b, &sw, deadline, probe);
+    if (r != TL_RESULT_OK)
+      return r;
+    /* Granted, or woken to compete: the waiter is still linked unless
+     * granted, so its fields are the table's until the lock is taken. */
+    tl__courtesy_wait(&sw.base);
+    tl_mutex_lock(&b->lock);
+    r = tl__gate_resume(b, &sw.base);
   }
-  if (r == TL_RESULT_ACQUIRED && sw.base.owner_died)
-    r = TL_RESULT_OWNER_DIED;
-  return r;
 }
 
 int
@@ -297,8 +143,10 @@ tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
   w->lock_id = id;
   w->amount = amount;
   w->owner_died = 0;
+  w->granted = 0;
+  w->since = 0;
   tl_mutex_lock(&b->lock);
-  r = tl__gate_try_enqueue(b, w, 1);
+  r = tl__gate_try(b, w, 1);
   tl_mutex_unlock(&b->lock);
   return r;
 }
@@ -309,64 +157,10 @@ tl_gate_retry_async(tl_waiter_t *w)
   tl_bucket_t *b = tl__bucket(w->addr);
   int r;
 
+  tl__courtesy_wait(w);
   tl_mutex_lock(&b->lock);
-  w->requeue = 1;
-  r = tl__gate_try_enqueue(b, w, 1);
+  r = tl__gate_resume(b, w);
   tl_mutex_unlock(&b->lock);
-  return r;
-}
-
-/* tl_gate_release with b->lock held. */
-static int
-tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
-                        uint32_t amount)
-{
-  _Atomic int32_t *aword = (_Atomic int32_t *)word;
-  int32_t v = atomic_load(aword);
-  int r = 0;
-
-  switch (gate) {
-  case TL_GATE_LOCK:
-    if ((uint32_t)(v & TL_LOCK_ID_MASK) != id) {
-      r = TL_ENOTOWNER;
-      break;
-    }
-    r = tl__barge_release_locked(b, aword, v, TL_GATE_LOCK, amount);
-    break;
-  case TL_GATE_SEM:
-    /* The fast paths may still run while no waiter is queued. */
-    do {
-      if ((uint32_t)(v & TL_SEM_MASK) + amount > TL_SEM_MASK) {
-        r = TL_EOVERFLOW;
-        break;
-      }
-    } while (!atomic_compare_exchange_weak(aword, &v, v + (int32_t)amount));
-    if (r == 0)
-      tl__sem_pass(b, (uintptr_t)word);
-    break;
-  case TL_GATE_READ:
-    do {
-      if ((v & TL_RW_WRITER) || (v & TL_RW_MASK) == 0) {
-        r = TL_ENOTOWNER;
-        break;
-      }
-    } while (!atomic_compare_exchange_weak(aword, &v, v - 1));
-    if (r == 0)
-      tl__rw_pass(b, (uintptr_t)word, 0);
-    break;
-  default:
-    if (!(v & TL_RW_WRITER) || (uint32_t)(v & TL_RW_MASK) != id) {
-      r = TL_ENOTOWNER;
-      break;
-    }
-    if (amount & TL_LOCK_BARGE) {
-      r = tl__barge_release_locked(b, aword, v, TL_GATE_WRITE, amount);
-      break;
-    }
-    atomic_fetch_and(aword, TL_GATE_WAITERS | TL_LOCK_WOKEN);
-    tl__rw_pass(b, (uintptr_t)word, 0);
-    break;
-  }
   return r;
 }
 
@@ -384,33 +178,68 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
   return r;
 }
 
-/* Gives back what the notified gate waiter `w` got but will never use: a
- * grant is released; a barging-mode wake (no grant) passes to the next
- * waiter if the lock is still free, so the queue does not stall. Expects
- * b->lock. */
-void
-tl__abandon(tl_bucket_t *b, tl_waiter_t *w)
-{
-  if (w->granted) {
-    tl__gate_release_locked(b, (int32_t *)w->addr, w->gate, w->lock_id,
-                            w->amount);
-    return;
-  }
-  if (w->gate == TL_GATE_LOCK)
-    tl__lock_abandon_wake(b, w);
-}
-
 void
 tl_gate_abandon(tl_waiter_t *w)
 {
-  tl_bucket_t *b = tl__bucket(w->addr);
+  tl_bucket_t *b;
 
   if (w->gate == TL_GATE_NONE)
     return;
+  b = tl__bucket(w->addr);
   tl_mutex_lock(&b->lock);
-  if (atomic_load(&w->state) == TL_NOTIFIED)
-    tl__abandon(b, w);
+  switch (atomic_load(&w->state)) {
+  case TL_WOKEN:
+    tl__remove(b, w);
+    atomic_store(&w->state, TL_CANCELLED);
+    break;
+  case TL_NOTIFIED:
+    if (w->granted)
+      tl__gate_abandon_grant(b, w);
+    w->granted = 0;
+    break;
+  default:
+    break;
+  }
   tl_mutex_unlock(&b->lock);
+}
+
+/* The words of bucket `b` that `id` holds and others wait for pass to their
+ * oldest waiters. Expects b->lock. Returns 1 if it changed the queue. */
+static int
+tl__bucket_owner_died(tl_bucket_t *b, uint32_t id)
+{
+  for (tl_waiter_t *w = b->head; w != NULL; w = w->next) {
+    int32_t v = atomic_load((_Atomic int32_t *)w->addr);
+
+    if (w->gate == TL_GATE_LOCK && (uint32_t)(v & TL_LOCK_ID_MASK) == id) {
+      tl__lock_owner_died(b, w->addr, TL_GATE_LOCK);
+      return 1;
+    }
+    if ((w->gate == TL_GATE_READ || w->gate == TL_GATE_WRITE) &&
+        (v & TL_RW_WRITER) && (uint32_t)(v & TL_RW_MASK) == id) {
+      tl__lock_owner_died(b, w->addr, TL_GATE_WRITE);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+void
+tl_thread_unregister(uint32_t id)
+{
+  tl__thread_forget(id);
+  /* Any lock or write lock this id still holds with waiters goes to its
+   * first waiter now; one without waiters is taken over by its next
+   * acquirer, which finds the id gone. Its read locks are given back. */
+  for (size_t i = 0; i < TL_BUCKET_COUNT; i++) {
+    tl_bucket_t *b = tl__bucket_at(i);
+
+    tl_mutex_lock(&b->lock);
+    while (tl__bucket_owner_died(b, id))
+      ;
+    tl__reads_recover(b, id);
+    tl_mutex_unlock(&b->lock);
+  }
 }
 
 int

@@ -1,259 +1,328 @@
-/* The lock gate's policy: who gets a lock word when, in the FIFO mode and
- * in the barging mode (TL_LOCK_BARGE), where running threads may take a free
- * word while others wait, one woken waiter at a time competes or yields to
- * an owner in use, slices end in a hand-off and a waiter starving for
- * TL_LOCK_STARVING_NS is handed the lock. The compare-exchange paths of the
- * same policy run in JavaScript (lib/LockWord.js). Every function here
- * expects the word's bucket lock.
+/* The lock policy: one state machine for lock words (AsyncLock) and for the
+ * writers of a read-write lock word (RWLock). Its vocabulary is Go's
+ * sync.Mutex: normal mode, starvation, woken, hand-off.
+ *
+ * The word, as the policy sees it (O: owner field, W: LOCK_WAITERS, K:
+ * LOCK_WOKEN; an RWLock word also counts readers, which must be 0 for a
+ * writer to take it):
+ *
+ *          JS cas 0->id               core: enqueue
+ *   FREE ---------------> HELD ------------------------> HELD+WAITERS
+ *   O=0  <--------------- O=id <------------------------ O=id, W
+ *   W=0    JS cas id->0   W=0   release, last waiter     |  ^     |
+ *     ^                    ^    handed the lock          |  |     | release
+ *     |                    |                 release,    |  |     | (normal
+ *     | woken waiter       |                 hand-off    |  |     |  mode)
+ *     | takes it, no more  +-------------------------<---+  |     v
+ *     | waiters                                             |  FREE+WOKEN
+ *     +------------------------------------------------- O=0, W, K
+ *                                                        |  ^  |
+ *        woken waiter finds it taken: sleeps again  <----+  |  | JS barge:
+ *        in its place (K cleared, HELD+WAITERS)             |  | cas O=0->id
+ *                                                           |  v
+ *                                release (normal): frees  HELD+WOKEN
+ *                                it, wakes nobody --------O=id, W, K
+ *
+ * - Normal mode. A release that finds waiters and nobody woken frees the
+ *   word and wakes the oldest waiter to compete (K set, the waiter WOKEN);
+ *   meanwhile a running thread may take the free word (barging, one
+ *   compare-exchange in JavaScript). While K is set a release wakes nobody
+ *   else. The woken waiter, once it runs, takes the word if it is free, or
+ *   goes back to sleep in its place (K cleared) if somebody took it.
+ * - Starvation (hand-off). A release hands the lock straight to the oldest
+ *   waiter, the word never free in between, when that waiter has waited
+ *   TL_POLICY_STARVING_NS, when the holder's slice is over
+ *   (TL_LOCK_HANDOFF, counted by the holder in JavaScript), and always in
+ *   the FIFO mode (no TL_LOCK_BARGE). This is checked at every release that
+ *   finds a waiter, whoever releases and through which API, and also when
+ *   the holder asks to keep the lock for its own next request
+ *   (TL_LOCK_KEEP).
+ * - Only the core under the bucket lock changes a word that has W or K set
+ *   and an owner; JavaScript only takes a word whose owner field is 0 and
+ *   only releases a word that is exactly its own id.
+ *
+ * Invariants, kept at every release of the bucket lock (and checked by
+ * test/c/interleave.c after every step):
+ *   I1  K is set iff the first gate waiter on the word is WOKEN; at most one
+ *       waiter is WOKEN; a WOKEN waiter stays linked in its place.
+ *   I2  W is set iff a gate waiter (WAITING or WOKEN) is linked.
+ *   I3  Never O=0 with W set and K clear: a free word with waiters always
+ *       has a woken waiter on its way, so nobody sleeps on a free word.
+ *   I4  A woken waiter that leaves (timeout, abort, its thread's death)
+ *       gives K back and, if the word is free, wakes the next waiter.
+ *   I5  A release hands over (or wakes) the oldest waiter only: the queue's
+ *       order is the order of first arrival, and a waiter keeps its place.
+ *
+ * Every function here expects the word's bucket lock, but the courtesy
+ * wait, which runs with no lock held.
  */
 #include "waiters.h"
 
 #include "platform.h"
 #include "tl_internal.h"
 
-/* Hands the lock at w->addr to `w`, the first lock waiter on it, which the
- * caller already unlinked. Expects b->lock; the caller owns the word. */
-void
-tl__grant(tl_bucket_t *b, tl_waiter_t *w, int owner_died)
-{
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  /* A waiter woken to compete may still be on its way: its bit stays. */
-  int32_t next = (int32_t)w->lock_id | (atomic_load(word) & TL_LOCK_WOKEN);
-
-  if (owner_died)
-    next |= TL_LOCK_OWNER_DIED;
-  if (tl__next_gate_waiter(b->head, w->addr) != NULL)
-    next |= TL_GATE_WAITERS;
-  atomic_store(word, next);
-  w->owner_died = (uint8_t)owner_died;
-  w->granted = 1;
-  tl__finish(w, TL_NOTIFIED);
-}
-
-/* The barging policy serves two kinds of word: a lock word (the owner in
- * the id field) and a read-write lock word for its writers (RW_WRITER and
- * the writer in the id field, or a count of readers). These give the owner
- * field of either, in the terms the policy needs. */
+/* The word views of the two kinds of word the policy serves. */
 static int32_t
-tl__owner_mask(const tl_waiter_t *w)
+tl__died_bit(int gate)
 {
-  return w->gate == TL_GATE_LOCK ? TL_LOCK_ID_MASK : TL_RW_WRITER | TL_RW_MASK;
+  return gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : TL_RW_OWNER_DIED;
 }
 
 static uint32_t
-tl__owner_of(const tl_waiter_t *w, int32_t v)
+tl__owner_of(int gate, int32_t v)
 {
-  if (w->gate == TL_GATE_LOCK)
+  if (gate == TL_GATE_LOCK)
     return (uint32_t)(v & TL_LOCK_ID_MASK);
   return (v & TL_RW_WRITER) ? (uint32_t)(v & TL_RW_MASK) : 0;
 }
 
 /* Readers holding a read-write lock word; 0 for a lock word. */
 static int32_t
-tl__readers_of(const tl_waiter_t *w, int32_t v)
+tl__readers_of(int gate, int32_t v)
 {
-  return w->gate == TL_GATE_LOCK || (v & TL_RW_WRITER) ? 0 : v & TL_RW_MASK;
+  return gate == TL_GATE_LOCK || (v & TL_RW_WRITER) ? 0 : v & TL_RW_MASK;
 }
 
-/* The owner field that names `id` as the holder. */
 static int32_t
-tl__held_by(const tl_waiter_t *w, uint32_t id)
+tl__held_by(int gate, uint32_t id)
 {
-  return w->gate == TL_GATE_LOCK ? (int32_t)id : (int32_t)(TL_RW_WRITER | id);
+  return gate == TL_GATE_LOCK ? (int32_t)id : (int32_t)(TL_RW_WRITER | id);
 }
 
-/* A woken waiter (a lock waiter, or a writer) gives its word's woken bit
- * back before it competes, so that the next release wakes a waiter again. A
- * word that a release passed to it (owner LOCK_PASSING) it takes: returns
- * ACQUIRED. If the word is in use, the waiter does not compete at all: it
- * goes back first in line (keeping its age) and returns PENDING. A word
- * that is free at that moment may belong to an owner in a hot loop, between
- * two of its critical sections, and taking it would cut that owner's slice
- * short (an owner on an event loop leaves such gaps of a few hundred
- * nanoseconds at every grant). So the waiter watches a free word for
- * TL_LOCK_COURTESY_NS first, and takes it (returns ACQUIRED) only if nobody
- * else does. The bit goes back in the same compare-exchange that sets the
- * waiters bit, so the owner's release cannot miss the waiter. Expects
- * b->lock. */
-int
-tl__barge_yield(tl_bucket_t *b, tl_waiter_t *w)
+/* The word that names `id` the holder, read as `v`, with the waiters bit
+ * as the queue (less `leaving`, which is about to leave it) needs it. */
+static int32_t
+tl__taken(tl_bucket_t *b, tl_waiter_t *leaving, uintptr_t addr, int gate,
+          int32_t v, uint32_t id, int owner_died)
 {
-  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  uint64_t until = 0;
-  int32_t v = atomic_load(word);
+  int32_t next = tl__held_by(gate, id);
+  tl_waiter_t *first = tl__first_gate_waiter(b, addr);
 
-  w->woken = 0;
-  for (;;) {
-    uint32_t owner = tl__owner_of(w, v);
-    int take = owner == TL_LOCK_PASSING;
-
-    if (!take &&
-        ((owner != 0 && owner != w->lock_id && tl_thread_alive(owner)) ||
-         tl__readers_of(w, v) != 0)) {
-      if (!atomic_compare_exchange_weak(word, &v,
-                                        (v & ~TL_LOCK_WOKEN) | TL_GATE_WAITERS))
-        continue;
-      atomic_store(&w->state, TL_WAITING);
-      tl__enqueue_front(b, w);
-      return TL_RESULT_PENDING;
-    }
-    if (owner == 0) {
-      uint64_t now = tl_now_ns();
-      if (until == 0)
-        until = now + TL_LOCK_COURTESY_NS;
-      if (now < until) {
-        for (int i = 0; i < 16; i++)
-          tl_cpu_relax();
-        v = atomic_load(word);
-        continue;
-      }
-      /* Still free: the woken waiter takes it, whether or not its own
-       * request may barge (a thread's later write requests may not), since
-       * nobody else is woken to take it. */
-      take = 1;
-    }
-    if (take) {
-      /* Passed to this waiter, or free: take it. */
-      if (!atomic_compare_exchange_weak(
-              word, &v,
-              (v & ~(TL_LOCK_WOKEN | tl__owner_mask(w))) |
-                  tl__held_by(w, w->lock_id)))
-        continue;
-      return TL_RESULT_ACQUIRED;
-    }
-    /* Held by this very thread or by a dead one: the usual way. */
-    atomic_fetch_and(word, ~TL_LOCK_WOKEN);
-    return 0;
-  }
+  if (first == leaving && first != NULL)
+    first = tl__next_gate_waiter(first);
+  if (first != NULL)
+    next |= TL_GATE_WAITERS;
+  if (owner_died || (v & tl__died_bit(gate)))
+    next |= tl__died_bit(gate);
+  return next;
 }
 
-/* Tries to take the lock without waiting, or enqueues `w` behind the
- * current owner. A sync request (allow_self == 0) from the owner, or from a
- * thread with a request already queued, fails with TL_EDEADLK; an async one
- * queues. Expects b->lock. */
+/* A new request for the lock or the write lock: takes it, or queues.
+ * `allow_self` (async requests) lets a thread queue behind itself; a sync
+ * request by the holder or by a thread that has a request queued fails
+ * with EDEADLK instead. */
 int
-tl__lock_try_enqueue(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
+tl__lock_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int gate = w->gate;
   int32_t v = atomic_load(word);
 
   for (;;) {
-    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
+    uint32_t owner = tl__owner_of(gate, v);
+    tl_waiter_t *first = tl__first_gate_waiter(b, w->addr);
 
-    /* In the barging mode a word without an owner is free even while
-     * waiters are queued (their bit stays); in the FIFO mode that state
-     * never occurs, since releases hand the lock over. */
-    if (v == 0 || (owner == 0 && (w->amount & TL_LOCK_BARGE))) {
-      if (atomic_compare_exchange_weak(word, &v, v | (int32_t)w->lock_id))
-        return TL_RESULT_ACQUIRED;
-      continue;
-    }
-    if (!allow_self && (owner == w->lock_id || tl__queued(b, w)))
+    if (!allow_self &&
+        (owner == w->lock_id || tl__queued(b, w->addr, w->lock_id) ||
+         (gate == TL_GATE_WRITE &&
+          tl__read_count(b, w->addr, w->lock_id, 0) != 0)))
       return TL_EDEADLK;
-    if (owner != w->lock_id && owner != TL_LOCK_PASSING &&
-        !tl_thread_alive(owner)) {
-      tl_waiter_t *first = tl__next_gate_waiter(b->head, w->addr);
+    if (owner != 0 && owner != w->lock_id && !tl_thread_alive(owner)) {
       if (first == NULL) {
-        /* Nobody queued: take over. Gate waiters only write a word with an
-         * owner set under this lock, so a plain store is safe. */
-        atomic_store(word, (int32_t)(w->lock_id | TL_LOCK_OWNER_DIED) |
-                               (v & TL_LOCK_WOKEN));
+        /* Nobody queued: take it over. A word with an owner changes only
+         * under this lock. */
+        atomic_store(word, tl__taken(b, NULL, w->addr, gate, v, w->lock_id, 1));
         return TL_RESULT_OWNER_DIED;
       }
-      /* Queued waiters come first: the oldest takes over, we queue. */
-      tl__unlink(b, first);
-      tl__grant(b, first, 1);
+      /* The oldest waiter takes it over; this request queues. */
+      tl__lock_owner_died(b, w->addr, gate);
       v = atomic_load(word);
       continue;
+    }
+    if (owner == 0 && tl__readers_of(gate, v) == 0 &&
+        (first == NULL || (w->amount & TL_LOCK_BARGE))) {
+      /* Free: take it; in normal mode even while others wait (barging).
+       * JavaScript may take a free word meanwhile: compare-exchange. */
+      int32_t next = (v & (TL_GATE_WAITERS | TL_LOCK_WOKEN)) |
+                     tl__held_by(gate, w->lock_id) | (v & tl__died_bit(gate));
+      if (!atomic_compare_exchange_strong(word, &v, next))
+        continue;
+      return (v & tl__died_bit(gate)) ? TL_RESULT_OWNER_DIED
+                                      : TL_RESULT_ACQUIRED;
     }
     if (tl__gate_enqueue(b, w, &v) == 0)
       return TL_RESULT_PENDING;
   }
 }
 
-/* Wakes `first`, the oldest lock waiter on `word`, to compete for the word
- * that the caller just freed or is about to free, and marks the word so
- * that releases wake nobody else until `first` has tried. Expects b->lock. */
-static void
-tl__lock_wake(tl_bucket_t *b, _Atomic int32_t *word, tl_waiter_t *first)
+/* Runs with no lock held, on the thread of `w`, before a WOKEN waiter
+ * competes: while the word stays free, gives its previous holder
+ * TL_POLICY_COURTESY_NS to take it again (see waiters.h). */
+void
+tl__courtesy_wait(const tl_waiter_t *w)
 {
-  tl__unlink(b, first);
-  first->granted = 0;
-  first->woken = 1;
-  atomic_fetch_or(word, TL_LOCK_WOKEN);
-  if (tl__next_gate_waiter(b->head, first->addr) == NULL)
-    atomic_fetch_and(word, ~TL_GATE_WAITERS);
-  tl__finish(first, TL_NOTIFIED);
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  uint64_t until = 0;
+
+  while (atomic_load(&w->state) == TL_WOKEN) {
+    int32_t v = atomic_load(word);
+    uint64_t now;
+
+    if (tl__owner_of(w->gate, v) != 0 || tl__readers_of(w->gate, v) != 0)
+      return;
+    now = tl_now_ns();
+    if (until == 0)
+      until = now + TL_POLICY_COURTESY_NS;
+    if (now >= until)
+      return;
+    for (int i = 0; i < 16; i++)
+      tl_cpu_relax();
+  }
 }
 
-/* Releases a barging word (`gate` TL_GATE_LOCK: a lock word; TL_GATE_WRITE:
- * a read-write lock word held by a writer), read as `v` and owned by the
- * caller. Expects b->lock. While the word has an owner only the owner and
- * the core under this lock change it, so plain stores cannot lose an
- * update. */
+/* The queued request `w` runs again: granted meanwhile (ACQUIRED or
+ * OWNER_DIED), or WOKEN: it takes the word if it is free (or held by a
+ * dead thread), and otherwise sleeps again in its place (PENDING). */
 int
-tl__barge_release_locked(tl_bucket_t *b, _Atomic int32_t *word, int32_t v,
-                         int gate, uint32_t amount)
+tl__lock_resume(tl_bucket_t *b, tl_waiter_t *w)
 {
-  tl_waiter_t *first = tl__next_gate_waiter(b->head, (uintptr_t)word);
-  int32_t passing =
-      gate == TL_GATE_LOCK ? TL_LOCK_PASSING : TL_RW_WRITER | TL_LOCK_PASSING;
+  _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
+  int gate = w->gate;
+  int32_t v;
 
+  switch (atomic_load(&w->state)) {
+  case TL_NOTIFIED:
+    return w->owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
+  case TL_WOKEN:
+    break;
+  default:
+    return TL_RESULT_PENDING;
+  }
+  v = atomic_load(word);
+  for (;;) {
+    uint32_t owner = tl__owner_of(gate, v);
+    int dead = owner != 0 && owner != w->lock_id && !tl_thread_alive(owner);
+
+    if ((owner == 0 && tl__readers_of(gate, v) == 0) || dead) {
+      int32_t next =
+          tl__taken(b, w, w->addr, gate, dead ? 0 : v, w->lock_id, dead);
+      if (!atomic_compare_exchange_strong(word, &v, next))
+        continue;
+      tl__unlink(b, w);
+      w->owner_died = (uint8_t)((next & tl__died_bit(gate)) != 0);
+      w->granted = 1;
+      atomic_store(&w->state, TL_NOTIFIED);
+      return w->owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
+    }
+    /* Taken by a running thread (or by this one through another object):
+     * sleep again, first in line; its release goes through the core. */
+    if (!atomic_compare_exchange_strong(word, &v, v & ~TL_LOCK_WOKEN))
+      continue;
+    atomic_store(&w->state, TL_WAITING);
+    return TL_RESULT_PENDING;
+  }
+}
+
+/* The holder `id` releases the word (lock or write lock). `flags`:
+ * TL_LOCK_BARGE (normal mode), TL_LOCK_HANDOFF (its slice is over),
+ * TL_LOCK_KEEP (it would keep the lock for its own next request). Returns
+ * 0 (released), TL_RESULT_ACQUIRED (kept) or TL_ENOTOWNER. */
+int
+tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
+                 uint32_t flags)
+{
+  uintptr_t addr = (uintptr_t)word;
+  int32_t v = atomic_load(word);
+  int32_t died = tl__died_bit(gate);
+  tl_waiter_t *first;
+  int hand_off;
+
+  if (tl__owner_of(gate, v) != id)
+    return TL_ENOTOWNER;
+  first = tl__first_gate_waiter(b, addr);
   if (first == NULL) {
-    /* A woken waiter may still be on its way; its bit stays. If the
-     * owner's slice is over, the word waits for that waiter (LOCK_PASSING),
-     * so that running threads cannot take it first. */
-    if ((amount & TL_LOCK_HANDOFF) && (v & TL_LOCK_WOKEN))
-      atomic_store(word, TL_LOCK_WOKEN | passing);
-    else
-      atomic_store(word, v & TL_LOCK_WOKEN);
-  } else if (!(amount & TL_LOCK_BARGE) || (amount & TL_LOCK_HANDOFF) ||
+    /* Nobody waits, so nobody is woken (I1, I2): the word's only bits are
+     * the holder's. */
+    if (flags & TL_LOCK_KEEP) {
+      atomic_store(word, v & ~died);
+      return TL_RESULT_ACQUIRED;
+    }
+    atomic_store(word, 0);
+    return 0;
+  }
+  hand_off = !(flags & TL_LOCK_BARGE) || (flags & TL_LOCK_HANDOFF) ||
              first->gate == TL_GATE_READ ||
-             tl_now_ns() - first->since >= TL_LOCK_STARVING_NS) {
-    /* Direct hand-off: the word never becomes free while `first` waits,
-     * so nobody can barge in; in the FIFO mode this is every release.
-     * Readers at the head of a read-write lock's queue enter together. */
-    if (gate == TL_GATE_LOCK) {
-      tl__unlink(b, first);
-      tl__grant(b, first, 0);
+             tl_now_ns() - first->since >= TL_POLICY_STARVING_NS;
+  if (!hand_off && (flags & TL_LOCK_KEEP)) {
+    atomic_store(word, v & ~died);
+    return TL_RESULT_ACQUIRED;
+  }
+  if (hand_off) {
+    if (first->gate == TL_GATE_READ) {
+      /* Readers at the head of a read-write lock's queue enter together. */
+      atomic_store(word, v & TL_GATE_WAITERS);
+      tl__rw_pass(b, addr, 0);
     } else {
-      atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
-      tl__rw_pass(b, (uintptr_t)word, 0);
+      /* Straight to the oldest waiter, woken or asleep (I1: a woken one is
+       * the first); K goes with it. */
+      atomic_store(word, tl__taken(b, first, addr, gate, 0, first->lock_id, 0));
+      tl__gate_grant(b, first, 0);
     }
   } else if (v & TL_LOCK_WOKEN) {
-    /* Somebody is already on the way: free the word and wake nobody. */
-    atomic_store(word, v & (TL_LOCK_WOKEN | TL_GATE_WAITERS));
+    /* Somebody is on the way already: free the word, wake nobody. */
+    atomic_store(word, v & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
   } else {
-    atomic_store(word, TL_GATE_WAITERS);
-    tl__lock_wake(b, word, first);
+    /* Normal mode: free the word and wake the oldest to compete. */
+    atomic_store(word, TL_GATE_WAITERS | TL_LOCK_WOKEN);
+    tl__gate_wake(first);
   }
   return 0;
 }
 
-/* A woken waiter that will never try (its thread went away or its request
- * could not be booked): gives its bit back, and wakes the next waiter if
- * the word is still free, so that the queue moves on. The word may be free,
- * and running threads then change it: atomic updates only. */
+/* The hook of lock and write waiters: `w` left the queue without a grant.
+ * A woken one gives the woken bit back and passes the wake on if the word
+ * is free (I4). The word may be free and change under running threads
+ * meanwhile: atomic updates only. */
 void
-tl__lock_abandon_wake(tl_bucket_t *b, tl_waiter_t *w)
+tl__lock_left(tl_bucket_t *b, tl_waiter_t *w)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-  tl_waiter_t *first;
-  int32_t v;
 
-  if (!w->woken)
-    return;
-  w->woken = 0;
-  atomic_fetch_and(word, ~TL_LOCK_WOKEN);
-  /* A word passed to this waiter has no owner to release it. */
-  if (tl__owner_of(w, atomic_load(word)) == TL_LOCK_PASSING)
-    atomic_fetch_and(word, ~tl__owner_mask(w));
-  v = atomic_load(word);
-  if (tl__owner_of(w, v) != 0 || tl__readers_of(w, v) != 0 ||
-      (first = tl__next_gate_waiter(b->head, w->addr)) == NULL)
-    return;
-  if (first->gate == TL_GATE_READ)
+  if (atomic_load(&w->state) == TL_WOKEN)
+    atomic_fetch_and(word, ~TL_LOCK_WOKEN);
+  if (w->gate == TL_GATE_WRITE) {
+    /* A writer at the head may have held back readers; a free word goes
+     * to whoever is first now. */
     tl__rw_pass(b, w->addr, 0);
-  else
-    tl__lock_wake(b, word, first);
+  } else {
+    int32_t v = atomic_load(word);
+    tl_waiter_t *first = tl__first_gate_waiter(b, w->addr);
+    if (first != NULL && tl__owner_of(w->gate, v) == 0 &&
+        !(v & TL_LOCK_WOKEN) && atomic_load(&first->state) == TL_WAITING) {
+      atomic_fetch_or(word, TL_LOCK_WOKEN);
+      tl__gate_wake(first);
+    }
+  }
+  tl__gate_waiters_bit(b, w->addr);
+}
+
+/* The holder of the word at `addr` died: the oldest waiter takes it over,
+ * marked as taken from a dead owner. Without waiters the word keeps the
+ * dead id, and the next request takes it over. */
+void
+tl__lock_owner_died(tl_bucket_t *b, uintptr_t addr, int gate)
+{
+  _Atomic int32_t *word = (_Atomic int32_t *)addr;
+  tl_waiter_t *first = tl__first_gate_waiter(b, addr);
+
+  if (first == NULL)
+    return;
+  if (gate == TL_GATE_LOCK) {
+    atomic_store(word, tl__taken(b, first, addr, gate, 0, first->lock_id, 1));
+    tl__gate_grant(b, first, 1);
+  } else {
+    /* The first grant is told; K goes with a grant to a woken writer. */
+    atomic_store(word, atomic_load(word) & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
+    tl__rw_pass(b, addr, 1);
+  }
 }

@@ -1,9 +1,8 @@
-/* The registry of live lock owners.
+/* The registry of live lock owners: answers "is this thread alive?".
  *
- * Every env registers its thread id while it lives. A lock whose owner is no
- * longer registered is taken over by its next acquirer, and unregistering
- * hands the locks a dying thread still holds to their first waiters (gates.c
- * decides the grants).
+ * Every env registers its thread id while it lives. What a dead thread
+ * held is the gates' business (tl_thread_unregister in gates.c forgets the
+ * id here, then recovers its locks).
  */
 #include "waiters.h"
 
@@ -63,7 +62,7 @@ tl_thread_register(uint32_t id)
 }
 
 void
-tl_thread_unregister(uint32_t id)
+tl__thread_forget(uint32_t id)
 {
   tl_once(&tl__registry_once, tl__registry_init);
   tl_mutex_lock(&tl__registry_lock);
@@ -74,38 +73,4 @@ tl_thread_unregister(uint32_t id)
     }
   }
   tl_mutex_unlock(&tl__registry_lock);
-
-  /* Any lock or write lock this id still holds with waiters goes to its
-   * first waiter now; one without waiters is taken over by its next
-   * acquirer. A waiter that enqueues after its bucket was scanned finds the
-   * owner unregistered. */
-  for (size_t i = 0; i < TL_BUCKET_COUNT; i++) {
-    tl_bucket_t *b = tl__bucket_at(i);
-    tl_waiter_t *w, *next;
-
-    tl_mutex_lock(&b->lock);
-    for (w = b->head; w != NULL; w = next) {
-      _Atomic int32_t *word = (_Atomic int32_t *)w->addr;
-      int32_t v = atomic_load(word);
-
-      next = w->next;
-      if (w->gate == TL_GATE_LOCK) {
-        if ((uint32_t)(v & TL_LOCK_ID_MASK) != id)
-          continue;
-        /* `w` is the first lock waiter on its word: an earlier one would
-         * have been granted already in this pass. */
-        tl__unlink(b, w);
-        tl__grant(b, w, 1);
-      } else if (w->gate == TL_GATE_READ || w->gate == TL_GATE_WRITE) {
-        if (!(v & TL_RW_WRITER) || (uint32_t)(v & TL_RW_MASK) != id)
-          continue;
-        atomic_store(word, v & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
-        tl__rw_pass(b, w->addr, 1);
-      } else {
-        continue;
-      }
-      next = b->head; /* grants may have unlinked more than `w` */
-    }
-    tl_mutex_unlock(&b->lock);
-  }
 }

@@ -20,7 +20,7 @@ tl__ready_push(tl_async_t *n, int events)
   tl_mutex_lock(&e->ready_lock);
   n->events |= (uint8_t)events;
   if (!n->in_ready) {
-    n->in_ready = n->kind == TL_NODE_NAMED;
+    n->in_ready = 1;
     was_empty = tl_queue_empty(&e->ready);
     tl_queue_insert_tail(&e->ready, &n->ready);
   }
@@ -66,7 +66,9 @@ tl__on_timer(uv_timer_t *timer)
   while ((t = tl_heap_min(&e->heap)) != NULL && t->deadline <= now) {
     tl_async_t *n = tl_queue_data(t, tl_async_t, timeout);
     tl_heap_remove(&e->heap, t);
-    if (tl_cancel(&n->w, TL_TIMED_OUT))
+    /* A woken request is on the ready queue already, where its drain
+     * finds it timed out. */
+    if (tl_cancel(&n->w, TL_TIMED_OUT) == TL_CANCEL_WAITING)
       tl__make_ready(n);
   }
   tl__arm_timer(e);
@@ -89,10 +91,9 @@ tl__arm_timer(tl_env_t *e)
   uv_timer_start(e->timer, tl__on_timer, ms, 0);
 }
 
-/* Env thread: a throughput-mode release woke the lock request `n` without
- * handing it the lock. Competes for it again; returns 1 if the request went
- * back to the front of the queue (still pending), else 0 with *state set
- * for the resolution. Past its deadline it only tries once. */
+/* Env thread: the lock request `n` was woken to compete (lock.c). Tries
+ * now; returns 1 if it sleeps again in its place (still pending), else 0
+ * with *state set for the resolution. Past its deadline it leaves. */
 static int
 tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
 {
@@ -102,22 +103,17 @@ tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
    * the heap cannot grow, the request tries once more and ends. */
   int booked =
       n->timeout.deadline == UINT64_MAX || n->timeout.index != TL_HEAP_NONE;
-  int r;
+  int r = tl_gate_retry_async(&n->w);
 
-  if (tl_now_ns() < n->timeout.deadline &&
-      (booked || tl_heap_reserve(&e->heap, 1) == 0)) {
-    r = tl_gate_retry_async(&n->w);
-    if (r == TL_RESULT_PENDING) {
+  if (r == TL_RESULT_PENDING) {
+    if (tl_now_ns() < n->timeout.deadline &&
+        (booked || tl_heap_reserve(&e->heap, 1) == 0)) {
       if (!booked && tl_heap_push(&e->heap, &n->timeout) == 0 &&
           n->timeout.index == 0)
         tl__arm_timer(e);
       return 1;
     }
-  } else {
-    /* It was woken, so it must try (that gives the word's woken bit back)
-     * before it leaves: queued again, it leaves at once. */
-    r = tl_gate_retry_async(&n->w);
-    if (r == TL_RESULT_PENDING && !tl_cancel(&n->w, TL_TIMED_OUT))
+    if (tl_cancel(&n->w, TL_TIMED_OUT) == 0)
       return 1; /* granted meanwhile: the grant is on its way here */
   }
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
@@ -166,6 +162,11 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
     int state = atomic_load(&n->w.state);
 
     tl_queue_remove(&n->ready);
+    if (n->kind != TL_NODE_NAMED) {
+      tl_mutex_lock(&e->ready_lock);
+      n->in_ready = 0;
+      tl_mutex_unlock(&e->ready_lock);
+    }
     if (n->kind == TL_NODE_NAMED) {
       int again;
       tl_mutex_lock(&e->ready_lock);
@@ -173,7 +174,7 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
       n->events = 0;
       tl_mutex_unlock(&e->ready_lock);
       if (!n->done)
-        tl__named_deliver(env, e, (tl_named_node_t *)n);
+        ((tl_named_node_t *)n)->deliver(env, e, (tl_named_node_t *)n);
       /* Events that came while it was handled go around once more. */
       tl_mutex_lock(&e->ready_lock);
       n->in_ready = 0;
@@ -191,14 +192,18 @@ tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
       tl__maybe_free(n);
       continue;
     }
-    if (n->kind == TL_NODE_GATE && state == TL_NOTIFIED && !n->w.granted &&
+    if (n->kind == TL_NODE_GATE && state == TL_WOKEN &&
         tl__gate_retry(e, n, &state))
       continue;
     TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
     if (n->kind == TL_NODE_GATE) {
-      int code = state == TL_NOTIFIED ? (n->w.owner_died ? TL_RESULT_OWNER_DIED
-                                                         : TL_RESULT_ACQUIRED)
-                                      : TL_RESULT_TIMED_OUT;
+      int code;
+      /* A granted read lock keeps its buffer for as long as it is held. */
+      if (state == TL_NOTIFIED && n->w.gate == TL_GATE_READ && n->keep != NULL)
+        tl__keep_more(e, n->keep);
+      code = state == TL_NOTIFIED
+                 ? (n->w.owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED)
+                 : TL_RESULT_TIMED_OUT;
       TL_NAPI_FATAL(napi_create_int32(env, code, &result));
     } else {
       result = state == TL_NOTIFIED ? ok : timed_out;

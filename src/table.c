@@ -4,9 +4,9 @@
  * of buckets, each with one mutex and one FIFO list holding sync and async
  * waiters alike, serves every thread of the process. The value check and the
  * enqueue happen under the bucket lock that notify also takes, so a notify
- * that follows a store can never be missed. The gate policies (gates.c) and
- * the owner registry (owners.c) build on the functions shared through
- * tl_internal.h.
+ * that follows a store can never be missed. The table knows no gate: a gate
+ * waiter carries the hooks (tl_hooks_t) that decide, under the bucket lock,
+ * what its leaving means for the others (see tl_internal.h for the layers).
  */
 #include "waiters.h"
 
@@ -74,21 +74,6 @@ tl__enqueue(tl_bucket_t *b, tl_waiter_t *w)
   b->count++;
 }
 
-/* Puts `w` first in the bucket's FIFO, ahead of every waiter on every
- * address of the bucket. Expects b->lock. */
-void
-tl__enqueue_front(tl_bucket_t *b, tl_waiter_t *w)
-{
-  w->prev = NULL;
-  w->next = b->head;
-  if (b->head != NULL)
-    b->head->prev = w;
-  else
-    b->tail = w;
-  b->head = w;
-  b->count++;
-}
-
 /* Unlinks `w` from the bucket's FIFO. Expects b->lock. */
 void
 tl__unlink(tl_bucket_t *b, tl_waiter_t *w)
@@ -105,29 +90,22 @@ tl__unlink(tl_bucket_t *b, tl_waiter_t *w)
   b->count--;
 }
 
-/* The first gate waiter (lock, semaphore, read-write lock) on `addr` at
- * or after `from`. Expects b->lock. */
-tl_waiter_t *
-tl__next_gate_waiter(tl_waiter_t *from, uintptr_t addr)
-{
-  for (tl_waiter_t *w = from; w != NULL; w = w->next)
-    if (w->addr == addr && w->gate != TL_GATE_NONE)
-      return w;
-  return NULL;
-}
-
-/* Ends the wait of `w`, which the caller already unlinked, with `state`.
- * Expects b->lock. For a sync waiter that is still spinning, the store of
- * the state is the last access: the waiter may return and its stack frame
- * vanish right after it. A parked sync waiter needs the bucket lock to
- * leave, so signalling after the store is safe. An async waiter passes to
- * its settle callback. */
+/* Ends the wait of `w` with `state`, or (WOKEN) wakes a gate waiter that
+ * stays in its place in the queue. Expects b->lock; a NOTIFIED or ended
+ * waiter was unlinked by the caller. For a sync waiter that is still
+ * spinning, the store of the state is the last access: the waiter may
+ * return and its stack frame vanish right after it (a woken one stays
+ * linked, and needs the bucket lock to go on). A parked sync waiter needs
+ * the bucket lock to leave, so signalling after the store is safe. An
+ * async waiter passes to its settle callback once, when it stops WAITING:
+ * a request granted after it was woken is already on its way. */
 void
 tl__finish(tl_waiter_t *w, tl_state_t state)
 {
   if (w->is_async) {
-    atomic_store(&w->state, state);
-    w->settle(w);
+    int prev = atomic_exchange(&w->state, state);
+    if (prev == TL_WAITING)
+      w->settle(w);
     return;
   }
   if (w->parked) {
@@ -139,15 +117,16 @@ tl__finish(tl_waiter_t *w, tl_state_t state)
   atomic_store(&w->state, state);
 }
 
-/* Removes a waiting `w` that leaves without a notify or grant (timeout,
- * cancel). A gate waiter's leaving may let the waiters behind it in, and
- * the last one's leaving clears the word's waiters bit. Expects b->lock. */
+/* Removes a queued `w` (WAITING or WOKEN) that leaves without a notify or
+ * grant (timeout, cancel, a stopped thread). Its gate decides what that
+ * means for the waiters behind it. Expects b->lock; the caller sets the
+ * final state afterwards. */
 void
 tl__remove(tl_bucket_t *b, tl_waiter_t *w)
 {
   tl__unlink(b, w);
-  if (w->gate != TL_GATE_NONE)
-    tl__gate_after_leave(b, w);
+  if (w->hooks != NULL)
+    w->hooks->left(b, w);
 }
 
 /* Sleeps until `sw` leaves the list. Called with b->lock held and the
@@ -192,10 +171,17 @@ tl__park(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
       atomic_store(&w->state, TL_CANCELLED);
       return TL_RESULT_INTERRUPTED;
     }
-    if (stop && w->gate != TL_GATE_NONE) {
+    if (stop && atomic_load(&w->state) == TL_WOKEN) {
+      /* Woken to compete while the probe ran: withdraw, passing the wake
+       * on. */
+      tl__remove(b, w);
+      atomic_store(&w->state, TL_CANCELLED);
+      return TL_RESULT_INTERRUPTED;
+    }
+    if (stop && w->hooks != NULL) {
       /* A grant that came while the probe ran reaches a thread that will
        * never run again: give it back now. */
-      tl__abandon(b, w);
+      w->hooks->abandon(b, w);
       return TL_RESULT_INTERRUPTED;
     }
   }
@@ -242,21 +228,23 @@ tl__spin(tl_waiter_t *w, uint64_t deadline)
 }
 
 /* Runs on the waiting thread, which sleeps; `sw` was enqueued under
- * b->lock and the lock was released. Returns the final result. */
+ * b->lock and the lock was released. Returns TL_RESULT_OK once the waiter
+ * is no longer WAITING, else TIMED_OUT or INTERRUPTED (it left). */
 int
 tl__block(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
-          const tl_probe_t *probe, int done_result)
+          const tl_probe_t *probe)
 {
   int r;
 
   if (tl__spin(&sw->base, deadline))
-    return done_result;
+    return TL_RESULT_OK;
   tl_cond_init(&sw->cond);
   tl_mutex_lock(&b->lock);
   r = tl__park(b, sw, deadline, probe);
+  sw->base.parked = 0;
   tl_mutex_unlock(&b->lock);
   tl_cond_destroy(&sw->cond);
-  return r == TL_RESULT_OK ? done_result : r;
+  return r;
 }
 
 void
@@ -271,9 +259,8 @@ tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
   atomic_init(&sw->base.state, TL_WAITING);
   sw->base.owner_died = 0;
   sw->base.granted = 0;
-  sw->base.requeue = 0;
-  sw->base.woken = 0;
   sw->base.since = 0;
+  sw->base.hooks = NULL;
   sw->base.parked = 0;
   sw->base.is_async = 0;
   sw->base.settle = NULL;
@@ -296,7 +283,7 @@ tl_wait(void *addr, int width, int64_t expected, double timeout_ms,
   }
   tl__enqueue(b, &sw.base);
   tl_mutex_unlock(&b->lock);
-  return tl__block(b, &sw, deadline, probe, TL_RESULT_OK);
+  return tl__block(b, &sw, deadline, probe);
 }
 
 void
@@ -312,9 +299,8 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
   atomic_init(&w->state, TL_CANCELLED);
   w->owner_died = 0;
   w->granted = 0;
-  w->requeue = 0;
-  w->woken = 0;
   w->since = 0;
+  w->hooks = NULL;
   w->parked = 0;
   w->is_async = 1;
   w->settle = settle;
@@ -330,6 +316,7 @@ tl_wait_async(tl_waiter_t *w, void *addr, int width, int64_t expected,
   w->gate = TL_GATE_NONE;
   w->lock_id = 0;
   w->amount = 0;
+  w->hooks = NULL;
   tl_mutex_lock(&b->lock);
   if (tl__load(addr, width) != expected) {
     tl_mutex_unlock(&b->lock);
@@ -354,10 +341,19 @@ tl_cancel(tl_waiter_t *w, tl_state_t why)
   int removed = 0;
 
   tl_mutex_lock(&b->lock);
-  if (atomic_load(&w->state) == TL_WAITING) {
+  switch (atomic_load(&w->state)) {
+  case TL_WAITING:
+    removed = TL_CANCEL_WAITING;
+    break;
+  case TL_WOKEN:
+    removed = TL_CANCEL_WOKEN;
+    break;
+  default:
+    break;
+  }
+  if (removed != 0) {
     tl__remove(b, w);
     atomic_store(&w->state, why);
-    removed = 1;
   }
   tl_mutex_unlock(&b->lock);
   return removed;
@@ -430,7 +426,8 @@ tl_check_table(void)
     tl_mutex_lock(&b->lock);
     for (tl_waiter_t *w = b->head; w != NULL; w = w->next) {
       assert(w->prev == prev);
-      assert(atomic_load(&w->state) == TL_WAITING);
+      assert(atomic_load(&w->state) == TL_WAITING ||
+             (w->gate != TL_GATE_NONE && atomic_load(&w->state) == TL_WOKEN));
       assert(tl__bucket(w->addr) == b);
       if (w->gate != TL_GATE_NONE)
         assert(atomic_load((_Atomic int32_t *)w->addr) & TL_GATE_WAITERS);

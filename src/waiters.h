@@ -47,64 +47,80 @@
  *
  * Lock word: 0 is free; otherwise the low 29 bits hold the owner's id (a
  * thread id plus one, never 0), LOCK_OWNER_DIED says that the current owner
- * took the lock over from a thread that died holding it, and LOCK_WAITERS
- * says that lock waiters may be enqueued for the word. Both bits make the
- * owner's compare-exchange release fail, so that the release goes through
- * tl_lock_release.
+ * took the lock over from a thread that died holding it. LOCK_WAITERS and
+ * LOCK_WOKEN belong to the lock policy, drawn at the top of lock.c:
+ * LOCK_WAITERS says that requests are queued in the core for the word,
+ * LOCK_WOKEN that the oldest of them was woken to compete and has not tried
+ * yet. Any of the three bits makes the owner's compare-exchange release
+ * fail, so that such a release goes through the core.
  *
  * Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
- * waiters bit (GATE_WAITERS): while it is set only the core changes the
- * word. A semaphore word holds the permits available in the low 30 bits
+ * waiters bit (GATE_WAITERS): while it is set only the core frees the word.
+ * A semaphore word holds the permits available in the low 30 bits
  * (SEM_MASK). A read-write lock word holds, with RW_WRITER set, the
- * writer's id in the low 29 bits (RW_MASK), otherwise the number of readers
- * there.
+ * writer's id in the low 28 bits (RW_MASK), otherwise the number of readers
+ * there; RW_OWNER_DIED says that a thread died holding it (read or write)
+ * and is cleared by the next writer's release; bit 31 is the lock policy's
+ * woken bit for writers.
  *
- * LOCK_WOKEN (bit 31, barging mode): a release woke the oldest waiter to
- * compete for the word, and it has not tried yet. While it is set a release
- * wakes nobody else, so the owner may free the word with a
- * compare-exchange; the woken waiter gives the bit back when it tries.
- * LOCK_PASSING in the owner field (never a thread's id): a release whose
- * slice was over passed the word to that woken waiter, which takes it when
- * it tries; nobody else can take it meanwhile.
- *
- * As the `amount` of a TL_GATE_LOCK request or release, LOCK_BARGE selects
- * the barging mode (all users of a word must agree): a release frees the
- * word and wakes the oldest waiter to compete with running threads, which
- * may take the word while waiters sleep; without it every release with
- * waiters hands the lock to the oldest (strict FIFO). LOCK_HANDOFF on a
- * barging release hands the lock over anyway: the owner's slice is over. A
- * waiter that has waited TL_LOCK_STARVING_NS or longer is handed the lock
- * too. */
+ * As the `amount` of a TL_GATE_LOCK or TL_GATE_WRITE request or release,
+ * LOCK_BARGE selects the default policy (all users of a word must agree);
+ * without it every release with waiters hands the lock to the oldest
+ * (strict FIFO). LOCK_HANDOFF on a release says that the holder's slice is
+ * over. LOCK_KEEP on a release asks to keep the lock for the holder's own
+ * next request: the core answers RESULT_ACQUIRED (kept) unless the policy
+ * must hand the lock over now, which it then does (0). */
 #define TL_WORD_MAP(XX)                                                        \
   XX(LOCK_WAITERS, 0x40000000)                                                 \
   XX(LOCK_OWNER_DIED, 0x20000000)                                              \
   XX(LOCK_ID_MASK, 0x1fffffff)                                                 \
   XX(LOCK_WOKEN, INT32_MIN)                                                    \
-  XX(LOCK_PASSING, 0x1fffffff)                                                 \
   XX(GATE_WAITERS, 0x40000000)                                                 \
   XX(SEM_MASK, 0x3fffffff)                                                     \
   XX(RW_WRITER, 0x20000000)                                                    \
-  XX(RW_MASK, 0x1fffffff)                                                      \
+  XX(RW_OWNER_DIED, 0x10000000)                                                \
+  XX(RW_MASK, 0x0fffffff)                                                      \
   XX(LOCK_BARGE, 1)                                                            \
-  XX(LOCK_HANDOFF, 2)
+  XX(LOCK_HANDOFF, 2)                                                          \
+  XX(LOCK_KEEP, 4)
+
+/* The lock policy's settings, each written once here, exported to
+ * JavaScript (binding.constants, POLICY_*) and quoted by the README.
+ * POLICY_SLICE_GRANTS and POLICY_SLICE_NS bound a holder's slice: the
+ * grants a thread may take in a row while others wait (its own queued
+ * requests and its re-acquisitions alike), whichever ends first; long
+ * enough that a hot loop runs at uncontended speed for a while, short
+ * enough that the others take turns many times a millisecond.
+ * POLICY_STARVING_NS: a waiter that has waited this long is handed the
+ * lock at the next release, whoever releases and how; it bounds every
+ * wait to the current holder's critical section plus this.
+ * POLICY_COURTESY_NS: how long a woken waiter watches a free word, with no
+ * lock held, before it competes: an owner on an event loop leaves gaps of
+ * a few hundred nanoseconds between two of its grants, and taking the word
+ * in such a gap would cut its slice short for nothing. */
+#define TL_POLICY_MAP(XX)                                                      \
+  XX(POLICY_SLICE_GRANTS, 2048)                                                \
+  XX(POLICY_SLICE_NS, 300000)                                                  \
+  XX(POLICY_STARVING_NS, 1000000)                                              \
+  XX(POLICY_COURTESY_NS, 2000)
 
 #define TL__ENUM_ENTRY(name, value) TL_##name = (value),
 enum { TL_RESULT_MAP(TL__ENUM_ENTRY) };
 enum { TL_ERRNO_MAP(TL__ENUM_ENTRY) };
 enum { TL_GATE_MAP(TL__ENUM_ENTRY) };
 enum { TL_WORD_MAP(TL__ENUM_ENTRY) };
+enum { TL_POLICY_MAP(TL__ENUM_ENTRY) };
 
-#define TL_LOCK_STARVING_NS 1000000
-
-/* How long a woken lock waiter watches a free word for its owner to take it
- * again before it takes the word itself (see gates.c). */
-#define TL_LOCK_COURTESY_NS 2000
-
+/* A waiter's state, changed only under its bucket lock. WAITING: queued,
+ * asleep. WOKEN: still queued in its place, but woken to compete for a
+ * gate (see lock.c); its thread is on its way to try. NOTIFIED: done, by a
+ * notify or a grant. TIMED_OUT, CANCELLED: left without either. */
 typedef enum tl_state {
   TL_WAITING = 0,
   TL_NOTIFIED = 1,
   TL_TIMED_OUT = 2,
-  TL_CANCELLED = 3
+  TL_CANCELLED = 3,
+  TL_WOKEN = 4
 } tl_state_t;
 
 typedef struct tl_waiter_s tl_waiter_t;
@@ -123,20 +139,18 @@ typedef struct tl_probe_s {
 } tl_probe_t;
 
 struct tl_waiter_s {
-  tl_waiter_t *next;   /* protected by the bucket lock */
-  tl_waiter_t *prev;   /* protected by the bucket lock */
-  uintptr_t addr;      /* set before enqueue; immutable while linked */
-  uint32_t lock_id;    /* gate waiters: the requesting thread's id */
-  uint32_t amount;     /* semaphores: permits; locks: TL_LOCK_BARGE */
-  uint8_t gate;        /* TL_GATE_*; immutable while linked */
-  _Atomic int state;   /* tl_state_t; written only under the bucket lock */
-  uint8_t owner_died;  /* lock waiters: set under the lock with NOTIFIED */
-  uint8_t granted;     /* gate waiters: NOTIFIED with the gate handed over */
-  uint8_t requeue;     /* sync lock waiters: enqueue at the front */
-  uint8_t woken;       /* lock waiters: woken to compete, owes the word its
-                          LOCK_WOKEN bit back; protected by the bucket
-                          lock */
-  uint64_t since;      /* gate waiters: when the request first queued */
+  tl_waiter_t *next;  /* protected by the bucket lock */
+  tl_waiter_t *prev;  /* protected by the bucket lock */
+  uintptr_t addr;     /* set before enqueue; immutable while linked */
+  uint32_t lock_id;   /* gate waiters: the requesting thread's id */
+  uint32_t amount;    /* semaphores: permits; locks: TL_LOCK_BARGE */
+  uint8_t gate;       /* TL_GATE_*; immutable while linked */
+  _Atomic int state;  /* tl_state_t; written only under the bucket lock */
+  uint8_t owner_died; /* lock waiters: set under the lock with NOTIFIED */
+  uint8_t granted;    /* gate waiters: NOTIFIED with the gate handed over */
+  uint64_t since;     /* gate waiters: when the request first queued */
+  const struct tl_hooks_s *hooks; /* gate waiters: set by the gate before
+                                     enqueue; immutable while linked */
   uint8_t parked;      /* sync waiters: protected by the bucket lock */
   uint8_t is_async;    /* immutable */
   tl_settle_cb settle; /* async waiters: immutable */
@@ -158,8 +172,12 @@ int tl_wait(void *addr, int width, int64_t expected, double timeout_ms,
 int tl_wait_async(tl_waiter_t *w, void *addr, int width, int64_t expected,
                   int zero_timeout);
 
-/* Removes a still-waiting `w` from the list, setting `why` (TIMED_OUT or
- * CANCELLED). Returns 1 if it did, 0 if a notify or grant came first. */
+/* Removes `w` from the list, setting `why` (TIMED_OUT or CANCELLED), if it
+ * is still there. Returns TL_CANCEL_WAITING if it was asleep,
+ * TL_CANCEL_WOKEN if it was a gate request woken to compete (an async one
+ * is then on its way to its settle callback's queue already), and 0 if a
+ * notify or grant came first. */
+enum { TL_CANCEL_WAITING = 1, TL_CANCEL_WOKEN = 2 };
 int tl_cancel(tl_waiter_t *w, tl_state_t why);
 
 /* Wakes up to `count` plain waiters on `addr` in FIFO order (`count` < 0
@@ -188,20 +206,24 @@ int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
                           uint32_t amount);
 int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 
-/* For an async lock waiter that a throughput-mode release woke without a
- * grant (NOTIFIED, `granted` unset): competes for the word again, or
- * enqueues it first in line (PENDING) keeping its age. Runs on the thread
- * that owns `w`. */
+/* For an async gate waiter that its settle callback reported while it was
+ * still WOKEN: competes for the word now (see lock.c). Returns ACQUIRED or
+ * OWNER_DIED (it took the lock, or a release handed it over meanwhile), or
+ * PENDING: it sleeps again in its place in the queue. Runs on the thread
+ * that owns `w`, after the policy's courtesy wait. */
 int tl_gate_retry_async(tl_waiter_t *w);
 
-/* For a gate waiter whose thread goes away after a notify reached it but
- * before it could use it: releases a grant (permits, a read or write lock,
- * the lock) and passes a throughput-mode wake on. No-op unless NOTIFIED. */
+/* For a gate waiter whose thread goes away (or whose request could not be
+ * booked) after a notify reached it: releases a grant (permits, a read or
+ * write lock, the lock), or withdraws a woken request and passes the wake
+ * on. No-op for a request that is still asleep or already gone. */
 void tl_gate_abandon(tl_waiter_t *w);
 
-/* The registry of live lock owners. Registering returns 0 or TL_ENOMEM.
- * Unregistering hands every lock the id still holds to its first waiter,
- * marked as taken from a dead owner. */
+/* The registry of live lock owners (owners.c). Registering returns 0 or
+ * TL_ENOMEM. Unregistering (gates.c) forgets the id and recovers what it
+ * still holds: each lock and write lock passes to its first waiter marked
+ * as taken from a dead owner, and read locks counted for it by
+ * tl_read_held are given back. */
 int tl_thread_register(uint32_t id);
 void tl_thread_unregister(uint32_t id);
 int tl_thread_alive(uint32_t id);

@@ -1,10 +1,9 @@
-/* The barging lock policy of the core (TL_LOCK_BARGE), with the
+/* The lock policy of the core (src/lock.c, TL_LOCK_BARGE), with the
  * compare-exchange paths that lib/LockWord.js runs in JavaScript: running
  * threads take a free word while others wait, one woken waiter at a time
- * (LOCK_WOKEN) competes or yields, slices end in a hand-off
- * (TL_LOCK_HANDOFF), and a slice that ends while only a woken waiter is on
- * its way passes the word to it (LOCK_PASSING). Sync and async waiters,
- * under the sanitizers.
+ * (LOCK_WOKEN) competes or sleeps again in its place, slices end in a
+ * hand-off (TL_LOCK_HANDOFF), also to a woken waiter still on its way.
+ * Sync and async waiters, under the sanitizers.
  */
 #include <math.h>
 
@@ -27,9 +26,9 @@ barge_fast(int32_t *word, uint32_t id)
   return 0;
 }
 
-/* lib/LockWord.js unlock()/release(): a compare-exchange while nobody waits
- * or a woken waiter is on its way and the slice lasts; the core otherwise,
- * with TL_LOCK_HANDOFF when the slice is over. */
+/* lib/LockWord.js unlock(): a compare-exchange while the word is exactly
+ * the owner's id; the core otherwise, with TL_LOCK_HANDOFF when the slice
+ * is over. */
 static void
 barge_release(int32_t *word, uint32_t id, int slice_over)
 {
@@ -38,10 +37,6 @@ barge_release(int32_t *word, uint32_t id, int slice_over)
   if (atomic_compare_exchange_strong(WORD(word), &v, 0))
     return;
   ASSERT_EQ((uint32_t)(v & TL_LOCK_ID_MASK), id);
-  if (!slice_over && !(v & TL_LOCK_OWNER_DIED) &&
-      (!(v & TL_LOCK_WAITERS) || (v & TL_LOCK_WOKEN)) &&
-      atomic_compare_exchange_strong(WORD(word), &v, v & ~TL_LOCK_ID_MASK))
-    return;
   ASSERT_OK(tl_gate_release(word, TL_GATE_LOCK, id,
                             MODE | (slice_over ? TL_LOCK_HANDOFF : 0)));
 }
@@ -56,7 +51,9 @@ typedef struct {
 static void
 async_settle(tl_waiter_t *w)
 {
-  ASSERT_EQ(atomic_load(&w->state), TL_NOTIFIED);
+  /* Granted, or woken to compete (it stays queued until it tries). */
+  ASSERT(atomic_load(&w->state) == TL_NOTIFIED ||
+         atomic_load(&w->state) == TL_WOKEN);
   uv_sem_post(&((async_req_t *)w)->sem);
 }
 
@@ -73,8 +70,8 @@ barge_acquire_async(async_req_t *a, int32_t *word, uint32_t id)
   r = tl_gate_acquire_async(&a->w, word, TL_GATE_LOCK, id, MODE);
   while (r == TL_RESULT_PENDING) {
     uv_sem_wait(&a->sem);
-    if (a->w.granted)
-      return;
+    /* Granted, or woken: the retry tells (a woken request may be granted
+     * while it is on its way, so `granted` is read under the lock). */
     r = tl_gate_retry_async(&a->w);
   }
   ASSERT_EQ(r, TL_RESULT_ACQUIRED);
@@ -89,7 +86,8 @@ barge_acquire(int32_t *word, uint32_t id)
 }
 
 /* The same for the writers of a read-write lock word (lib/RWLock.js through
- * lib/LockWord.js), and its readers' compare-exchange paths. */
+ * lib/LockWord.js); readers always go through the core, which counts them
+ * per thread. */
 static int
 rw_write_fast(int32_t *word, uint32_t id)
 {
@@ -113,10 +111,6 @@ rw_write_release(int32_t *word, uint32_t id, int slice_over)
   if (atomic_compare_exchange_strong(WORD(word), &v, 0))
     return;
   ASSERT_EQ(v & (TL_RW_WRITER | TL_RW_MASK), own);
-  if (!slice_over && (!(v & TL_LOCK_WAITERS) || (v & TL_LOCK_WOKEN)) &&
-      atomic_compare_exchange_strong(WORD(word), &v,
-                                     v & ~(TL_RW_WRITER | TL_RW_MASK)))
-    return;
   ASSERT_OK(tl_gate_release(word, TL_GATE_WRITE, id,
                             MODE | (slice_over ? TL_LOCK_HANDOFF : 0)));
 }
@@ -124,27 +118,10 @@ rw_write_release(int32_t *word, uint32_t id, int slice_over)
 static void
 rw_read(int32_t *word, uint32_t id, _Atomic int *writers_inside)
 {
-  int32_t v = atomic_load(WORD(word));
-
-  for (;;) {
-    if (v & (TL_LOCK_WAITERS | TL_RW_WRITER)) {
-      ASSERT_EQ(tl_gate_acquire(word, TL_GATE_READ, id, 0, INFINITY, NULL),
-                TL_RESULT_ACQUIRED);
-      break;
-    }
-    if (atomic_compare_exchange_weak(WORD(word), &v, v + 1))
-      break;
-  }
+  ASSERT_EQ(tl_gate_acquire(word, TL_GATE_READ, id, 0, INFINITY, NULL),
+            TL_RESULT_ACQUIRED);
   ASSERT_EQ(atomic_load(writers_inside), 0);
-  v = atomic_load(WORD(word));
-  for (;;) {
-    if (v & (TL_LOCK_WAITERS | TL_RW_WRITER)) {
-      ASSERT_OK(tl_gate_release(word, TL_GATE_READ, id, 0));
-      break;
-    }
-    if (atomic_compare_exchange_weak(WORD(word), &v, v - 1))
-      break;
-  }
+  ASSERT_OK(tl_gate_release(word, TL_GATE_READ, id, 0));
 }
 
 typedef struct {
@@ -319,10 +296,11 @@ taker_main(void *arg)
 }
 
 /* A release wakes the queued waiter; the owner takes the word again at once
- * and its slice ends while the waiter is still on its way: the word waits
- * for that waiter (LOCK_PASSING), which then holds it, and no running
- * thread can take it meanwhile. If the waiter was quicker, it yielded and
- * the hand-off grants it directly: either way it gets the lock next. */
+ * and its slice ends while the waiter is still on its way: the hand-off
+ * grants the woken waiter directly (the word names it, and no running
+ * thread can take it), and the waiter finds the grant when it runs. If the
+ * waiter was quicker, it went back to sleep and the hand-off grants it
+ * all the same: either way it gets the lock next. */
 static void
 test_slice_end_passes_to_woken_waiter(int rounds)
 {
@@ -342,7 +320,7 @@ test_slice_end_passes_to_woken_waiter(int rounds)
     if (barge_fast(&word, 1)) {
       barge_release(&word, 1, 1);
       v = atomic_load(WORD(&word));
-      if ((v & TL_LOCK_ID_MASK) == TL_LOCK_PASSING) {
+      if ((v & TL_LOCK_ID_MASK) == 2) {
         passing++;
         /* Nobody but the woken waiter may take it now. */
         ASSERT_EQ(barge_fast(&word, 3), 0);
@@ -355,8 +333,8 @@ test_slice_end_passes_to_woken_waiter(int rounds)
     tl_test_quiescent();
   }
   tl_thread_unregister(1);
-  printf("barge: slice end with a waiter on its way: %d of %d rounds passed "
-         "the word\n",
+  printf("barge: slice end with a waiter on its way: %d of %d rounds handed "
+         "it over\n",
          passing, rounds);
 }
 

@@ -6,12 +6,12 @@
 #
 # Usage: test/c/run.sh [test ...]     (default: every test/c/*.c)
 # Environment: TL_VARIANTS (default "plain tsan asan"), CC (plain build),
-# and the tests' own settings (TL_STRESS_N, TL_SEED, ...).
+# and the tests' own settings (TL_STRESS_N, TL_SEED, TL_SCENARIO, ...).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 
 out=test/c/build
-core="src/table.c src/gates.c src/lock.c src/owners.c src/names.c src/heap.c src/alloc.c"
+core="src/table.c src/gate_queue.c src/gates.c src/lock.c src/rwlock.c src/sem.c src/owners.c src/names.c src/heap.c src/alloc.c"
 variants=${TL_VARIANTS:-plain tsan asan}
 
 # CI starts from a fresh machine; install only what is missing.

@@ -1,0 +1,1409 @@
+/* A deterministic interleaving checker for the lock protocol, in the spirit
+ * of Rust's loom and Microsoft's CHESS.
+ *
+ * The core decides every grant under the word's bucket lock; the only steps
+ * that run outside it are JavaScript's compare-exchange fast paths
+ * (lib/LockWord.js, lib/RWLock.js). So an execution is a sequence of atomic
+ * steps, each one core call or one fast-path compare-exchange, and a bug in
+ * the protocol is a sequence of such steps. This file runs small scenarios
+ * (two or three simulated threads, a few operations each, on one word) on
+ * one OS thread: each simulated thread is a script of operations, and at
+ * every step the checker chooses which runnable simulated thread moves.
+ * Exploration is stateless: every execution starts again from a zeroed word
+ * and replays the choices of the one before up to the point where it
+ * branches differently, depth first, until every schedule within the bound
+ * (CHESS's preemption bound: how often a thread that could go on is
+ * switched away from) has run. After every step it checks the protocol's
+ * invariants:
+ *   - at most one exclusive holder, and none beside readers;
+ *   - the word's owner field names the holder (or is free, or passed to a
+ *     woken waiter), and its reader count matches the simulated readers;
+ *   - LOCK_WOKEN says that a woken waiter is on its way: the bit is set
+ *     while a request is woken and clear otherwise (a woken waiter gives
+ *     it back), and at most one request is woken at a time;
+ *   - a free word with queued waiters has a woken waiter on its way;
+ *   - a dead owner's lock is taken over only with OWNER_DIED said;
+ * at quiescence (nobody can move) no request still sleeps; and at the end
+ * the word is 0 with no waiter left. The operations check their own
+ * contracts too: an abort or timeout of a request that was not granted
+ * withdraws it (tl_cancel succeeds, and no grant follows), and a sync
+ * request of a thread whose own request is queued or woken on the word
+ * fails with EDEADLK.
+ *
+ * The clock is the checker's too: uv_hrtime, which the core reads through
+ * tl_now_ns, is defined below as a counter that every execution resets, so
+ * that replays are exact and the 1 ms starvation threshold passes only when
+ * a script says so (the `tick` operation).
+ *
+ * A failing scenario prints, for each kind of violation it found, the
+ * shortest schedule that shows it. Environment:
+ *   TL_SCENARIO=a,b          run only these scenarios
+ *   TL_EXPECT_BUG=1          succeed only if every scenario run finds a
+ *                            violation (to show a counterexample)
+ *   TL_INTERLEAVE_PREEMPTIONS, TL_INTERLEAVE_DEPTH   the bounds
+ */
+#include <stdarg.h>
+#include <time.h>
+
+#include "test.h"
+
+#define IL_MAX_THREADS 3
+/* The id of the thread that takes over a dead owner's word at the end. */
+#define IL_JANITOR (IL_MAX_THREADS + 1)
+#define IL_MAX_OPS 6
+#define IL_MAX_DEPTH 128
+#define IL_NOTE_MAX 4096
+#define IL_MAX_KINDS 8
+
+/* The default preemption bound. The plain and AddressSanitizer builds
+ * explore every schedule of these scenarios (about 2 s); under
+ * ThreadSanitizer every mutex operation is slow and the core's table-wide
+ * scan at each thread death costs a thousand of them, so that build stops
+ * at four preemptions (about 5 s; every violation found so far shows with
+ * four, most with two). */
+#define IL_UNBOUNDED 1000
+#if defined(__SANITIZE_THREAD__)
+#define IL_DEFAULT_PREEMPTIONS 4
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define IL_DEFAULT_PREEMPTIONS 4
+#endif
+#endif
+#ifndef IL_DEFAULT_PREEMPTIONS
+#define IL_DEFAULT_PREEMPTIONS IL_UNBOUNDED
+#endif
+#define IL_DEFAULT_DEPTH 64
+
+/* ---------------------------------------------------------------------- */
+/* The virtual clock. */
+
+/* Each reading moves the clock on, so that the core's courtesy wait (which
+ * watches the clock for TL_LOCK_COURTESY_NS) ends after a few readings, and
+ * a request never starves (TL_POLICY_STARVING_NS) within the few hundred
+ * readings of an execution unless a `tick` moves the clock by that much. */
+#define IL_CLOCK_STEP_NS 100
+#define IL_CLOCK_START_NS UINT64_C(1000000000)
+
+static uint64_t il_clock;
+
+uint64_t
+uv_hrtime(void)
+{
+  il_clock += IL_CLOCK_STEP_NS;
+  return il_clock;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Scenarios. */
+
+enum { IL_WORD_LOCK, IL_WORD_RW };
+
+typedef enum {
+  IL_ACQ,      /* acquire and wait: fast path, then the core */
+  IL_REL,      /* release within the slice */
+  IL_REL_END,  /* release at the end of the slice (hand-off) */
+  IL_REL_KEEP, /* release to the thread's own next request (LOCK_KEEP):
+                  kept, or released and the next request queues */
+  IL_TRY,      /* a sync request with timeout 0: fast path, then the core */
+  IL_ABORT,    /* the request's signal fires: tl_cancel(CANCELLED) */
+  IL_TIMEOUT,  /* the request's timer fires: tl_cancel(TIMED_OUT) */
+  IL_DIE,      /* the thread is terminated */
+  IL_TICK      /* TL_POLICY_STARVING_NS pass */
+} il_op_kind_t;
+
+typedef struct {
+  uint8_t kind; /* il_op_kind_t */
+  uint8_t gate; /* TL_GATE_LOCK, _READ or _WRITE for ACQ, REL*, TRY */
+} il_op_t;
+
+/* A script per thread, separated by '|': acq rel relh try (with a suffix W
+ * or R on a read-write lock word: acqW relR ...), abort tmo die tick. An
+ * abort, timeout, death or try may happen while the thread's request is
+ * still queued or woken; the other operations wait for it to settle. */
+typedef struct {
+  const char *name;
+  int kind;
+  const char *script;
+  const char *what;
+} il_scenario_t;
+
+static const il_scenario_t il_scenarios[] = {
+  { "lock-basic", IL_WORD_LOCK, "acq rel acq relh | acq rel | acq relh",
+    "three threads take turns, within and at the end of slices" },
+  { "lock-try", IL_WORD_LOCK, "acq relh acq rel | try rel | acq rel",
+    "a try beside a barging holder and a waiter" },
+  { "lock-starving", IL_WORD_LOCK, "acq tick rel | acq rel | acq rel",
+    "a waiter that waited 1 ms is handed the lock" },
+  { "lock-abort", IL_WORD_LOCK, "acq rel | acq abort rel | acq rel",
+    "an abort withdraws a request that was not granted (issue 18, bug 2)" },
+  { "lock-timeout", IL_WORD_LOCK, "acq relh | acq tmo rel | acq rel",
+    "a timeout withdraws a request that was not granted" },
+  { "lock-die-woken", IL_WORD_LOCK, "acq rel acq relh | acq die | acq rel",
+    "a thread dies queued, woken, handed the lock while woken, or holding" },
+  { "lock-die-holding", IL_WORD_LOCK, "acq die | acq rel acq rel | acq rel",
+    "a holder dies; the next one takes over with OWNER_DIED" },
+  { "lock-probe", IL_WORD_LOCK, "acq rel | acq try rel | acq rel",
+    "a sync request beside the thread's own queued or woken one: EDEADLK" },
+  { "rw-writers", IL_WORD_RW, "acqW relW acqW relhW | acqW relhW | acqR relR",
+    "writers barge and hand off; a reader waits for them" },
+  { "rw-readers", IL_WORD_RW, "acqR relR acqW relW | acqW relW | acqR relR",
+    "readers share, a writer excludes them" },
+  { "rw-die-woken", IL_WORD_RW, "acqW relW | acqW die | acqW relW",
+    "a writer dies while its request is woken (issue 18, bug 1)" },
+  { "rw-die-handed", IL_WORD_RW, "acqW relW acqW relhW | acqW die | acqR relR",
+    "a writer dies while a slice end hands it the lock as it is woken (bug "
+    "1)" },
+  { "rw-die-holding", IL_WORD_RW, "acqW die | acqW relW | acqR relR",
+    "a writer dies holding; the next one takes over with OWNER_DIED" },
+  { "rw-abort", IL_WORD_RW, "acqW relW | acqW abort relW | acqR relR",
+    "an abort withdraws a write request that was not granted (bug 2)" },
+  { "rw-read-timeout", IL_WORD_RW, "acqW relW | acqR tmo relR | acqW relW",
+    "a queued reader times out while writers come and go" },
+  { "rw-probe", IL_WORD_RW, "acqW relW | acqW tryW relW | acqW relW",
+    "a sync write request beside the thread's own one: EDEADLK (bug 7)" },
+  { "lock-keep", IL_WORD_LOCK, "acq relk relk rel | acq rel | acq abort rel",
+    "the holder passes the lock to its own next requests while others wait" },
+  { "lock-keep-starving", IL_WORD_LOCK, "acq tick relk tick relk rel | acq rel",
+    "a waiter that waited 1 ms gets the lock at the holder's next release, "
+    "also one that would keep it for the holder's own request (bug 4)" },
+  { "lock-starving-barger", IL_WORD_LOCK,
+    "acq rel acq tick rel | acq rel | acq rel",
+    "a barging holder's release hands the lock to a starving woken waiter" },
+  { "rw-keep-starving", IL_WORD_RW,
+    "acqW tick relkW relW | acqW relW | acqR relR",
+    "a writer's keep while a waiter starves hands the write lock over" },
+  { "rw-die-reading", IL_WORD_RW, "acqR die | acqW relW | acqR relR",
+    "a reader dies holding a read lock: given back, the next writer is told "
+    "(issue 18, bug 12)" },
+  { "rw-die-reading-queued", IL_WORD_RW,
+    "acqR acqR die | acqW relW | acqR relR",
+    "a reader dies with a read lock and a read request queued behind a "
+    "writer" },
+};
+
+#define IL_SCENARIO_COUNT (sizeof(il_scenarios) / sizeof(il_scenarios[0]))
+
+/* ---------------------------------------------------------------------- */
+/* The simulated threads and the checker's state. */
+
+typedef enum {
+  IL_REQ_NONE,    /* no request in the core */
+  IL_REQ_QUEUED,  /* queued in the core (PENDING), no settle yet */
+  IL_REQ_SETTLED, /* settled (woken or granted), not yet delivered */
+  IL_REQ_CALLING  /* inside the core call that may queue it */
+} il_req_t;
+
+typedef enum {
+  IL_CONT_NONE,    /* between operations */
+  IL_CONT_ACQ,     /* the fast path failed; the core request comes next */
+  IL_CONT_TRY,     /* the same for a sync request */
+  IL_CONT_RELEASE, /* the compare-exchange release did not apply */
+  IL_CONT_KEEP,    /* a LOCK_KEEP release goes to the core next */
+} il_cont_t;
+
+typedef struct {
+  tl_waiter_t w; /* first: the settle callback casts back; only the core
+                    and the adapter below touch it */
+  int n;         /* printed as T<n> */
+  uint32_t id;
+  int alive;
+  int nops;
+  il_op_t ops[IL_MAX_OPS];
+  int pc;            /* the next operation */
+  il_cont_t cont;    /* an operation half done: only it may move next */
+  uint32_t cont_arg; /* the release amount of IL_CONT_RELEASE */
+  il_req_t req;      /* the thread's one request in the core */
+  int req_gate;      /* its gate */
+  int excl;          /* delivered lock or write holds (0 or 1) */
+  int reads;         /* delivered read holds */
+  int req_ticks;     /* il.ticks when its request queued */
+} il_thread_t;
+
+typedef struct {
+  int thread;  /* index */
+  int deliver; /* 1: the settle reaches the thread; 0: its next step */
+} il_move_t;
+
+typedef struct {
+  uint16_t n; /* moves to choose from at this depth */
+  uint16_t c; /* the one chosen */
+} il_choice_t;
+
+static struct {
+  const il_scenario_t *sc;
+  int nthreads;
+  il_thread_t t[IL_MAX_THREADS];
+  /* Which ids are registered. Ids live on from one execution to the next
+   * (registering is cheap, but unregistering scans the whole table), so
+   * only a death unregisters one. */
+  int registered[IL_JANITOR + 1];
+  int32_t word;            /* zeroed at the start of every execution */
+  int dead_owner_reported; /* an OWNER_DIED since the last holder died */
+  int ticks;               /* IL_TICKs so far in this execution */
+  int reader_died;         /* a reader died holding; no writer told yet */
+  int violated;
+  const char *violation_kind;
+  char violation[1024];
+  int verbose; /* print every step (the replay of a counterexample) */
+  char note[IL_NOTE_MAX]; /* what the step did */
+  size_t note_len;
+  char events[IL_NOTE_MAX]; /* the settles it caused */
+  size_t events_len;
+  /* Exploration. */
+  il_choice_t stack[IL_MAX_DEPTH];
+  int depth;
+  int preemption_bound;
+  int depth_bound;
+  unsigned long executions;
+  unsigned long truncated;
+  /* The shortest violating schedule of each kind of violation (the format
+   * of its message), in the order they were found. */
+  struct {
+    const char *kind;
+    int len;
+    il_choice_t schedule[IL_MAX_DEPTH];
+  } found[IL_MAX_KINDS];
+  int nfound;
+  unsigned long violations;
+} il;
+
+#define IL_WORD ((_Atomic int32_t *)&il.word)
+
+/* Appends to `buf` (a step's description, or the settles it caused). */
+static void
+il_vappend(char *buf, size_t *len, const char *fmt, va_list ap)
+{
+  int k;
+
+  if (*len >= IL_NOTE_MAX - 1)
+    return;
+  k = vsnprintf(buf + *len, IL_NOTE_MAX - *len, fmt, ap);
+  if (k > 0)
+    *len += (size_t)k;
+  if (*len > IL_NOTE_MAX - 1)
+    *len = IL_NOTE_MAX - 1;
+}
+
+static void
+il_note(const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start(ap, fmt);
+  il_vappend(il.note, &il.note_len, fmt, ap);
+  va_end(ap);
+}
+
+static void
+il_event(const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start(ap, fmt);
+  il_vappend(il.events, &il.events_len, fmt, ap);
+  va_end(ap);
+}
+
+/* Records the first violation of an execution; the execution stops after
+ * the step that found it. */
+static void
+il_violation(const char *fmt, ...)
+{
+  va_list ap;
+
+  if (il.violated)
+    return;
+  il.violated = 1;
+  il.violation_kind = fmt;
+  va_start(ap, fmt);
+  vsnprintf(il.violation, sizeof(il.violation), fmt, ap);
+  va_end(ap);
+}
+
+static il_thread_t *
+il_thread_of_id(uint32_t id)
+{
+  for (int i = 0; i < il.nthreads; i++)
+    if (il.t[i].id == id)
+      return &il.t[i];
+  return NULL;
+}
+
+/* A thread's id as printed: T<n>, J for the janitor, or the number. */
+static const char *
+il_name(uint32_t id, char *buf, size_t size)
+{
+  il_thread_t *t = il_thread_of_id(id);
+
+  if (id == IL_JANITOR)
+    snprintf(buf, size, "J");
+  else if (t != NULL)
+    snprintf(buf, size, "T%d%s", t->n, t->alive ? "" : "(dead)");
+  else
+    snprintf(buf, size, "#%u", id);
+  return buf;
+}
+
+/* The word as printed, e.g. "T1|waiters|woken" or "R:2|waiters". */
+static const char *
+il_word_str(int32_t v, char *buf, size_t size)
+{
+  char who[32];
+  size_t k = 0;
+
+  if (v == 0) {
+    snprintf(buf, size, "0");
+    return buf;
+  }
+  if (il.sc->kind == IL_WORD_LOCK) {
+    uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
+    k += (size_t)snprintf(buf + k, size - k, "%s",
+                          owner == 0 ? "free"
+                                     : il_name(owner, who, sizeof(who)));
+    if (v & TL_LOCK_OWNER_DIED)
+      k += (size_t)snprintf(buf + k, size - k, "|owner-died");
+  } else if (v & TL_RW_WRITER) {
+    k +=
+        (size_t)snprintf(buf + k, size - k, "W:%s",
+                         il_name((uint32_t)(v & TL_RW_MASK), who, sizeof(who)));
+  } else if ((v & TL_RW_MASK) != 0) {
+    k += (size_t)snprintf(buf + k, size - k, "R:%d", (int)(v & TL_RW_MASK));
+  } else {
+    k += (size_t)snprintf(buf + k, size - k, "free");
+  }
+  if ((v & TL_GATE_WAITERS) && k < size)
+    k += (size_t)snprintf(buf + k, size - k, "|waiters");
+  if ((v & TL_LOCK_WOKEN) && k < size)
+    snprintf(buf + k, size - k, "|woken");
+  return buf;
+}
+
+static const char *
+il_result_str(int r)
+{
+  switch (r) {
+  case TL_RESULT_PENDING:
+    return "PENDING";
+  case TL_RESULT_ACQUIRED:
+    return "ACQUIRED";
+  case TL_RESULT_OWNER_DIED:
+    return "OWNER_DIED";
+  case TL_RESULT_TIMED_OUT:
+    return "TIMED_OUT";
+  case TL_EDEADLK:
+    return "EDEADLK";
+  case TL_ENOTOWNER:
+    return "ENOTOWNER";
+  case 0:
+    return "0";
+  default:
+    return "?";
+  }
+}
+
+static const char *
+il_gate_str(int gate)
+{
+  return gate == TL_GATE_READ    ? "read"
+         : gate == TL_GATE_WRITE ? "write"
+                                 : "lock";
+}
+
+static int
+il_exclusive(int gate)
+{
+  return gate == TL_GATE_LOCK || gate == TL_GATE_WRITE;
+}
+
+/* Whether the thread's request was woken to compete and has not tried yet
+ * (it stays queued, WOKEN, until it does): it owes the word its LOCK_WOKEN
+ * bit. A woken request may be granted before it tries. */
+static int
+il_woken(const il_thread_t *t)
+{
+  return t->req == IL_REQ_SETTLED && atomic_load(&t->w.state) == TL_WOKEN;
+}
+
+/* What a thread holds: its delivered holds and a grant on its way to it. */
+static int
+il_excl_of(const il_thread_t *t)
+{
+  return t->excl + (t->req == IL_REQ_SETTLED && t->w.granted &&
+                    il_exclusive(t->req_gate));
+}
+
+static int
+il_reads_of(const il_thread_t *t)
+{
+  return t->reads + (t->req == IL_REQ_SETTLED && t->w.granted &&
+                     t->req_gate == TL_GATE_READ);
+}
+
+/* Counts a hold the thread was just given (ACQUIRED or OWNER_DIED). A
+ * writer that takes the word after a reader died holding it must be told. */
+static void
+il_hold(il_thread_t *t, int gate, int owner_died)
+{
+  if (owner_died)
+    il.dead_owner_reported = 1;
+  if (gate == TL_GATE_WRITE && il.reader_died) {
+    il.reader_died = 0;
+    if (!owner_died)
+      il_violation("T%d took the write lock after a reader died holding a "
+                   "read lock, without OWNER_DIED",
+                   t->n);
+  }
+  if (il_exclusive(gate))
+    t->excl++;
+  else
+    t->reads++;
+}
+
+/* ====================================================================== */
+/* THE PROTOCOL AS JAVASCRIPT AND THE GLUE SEE IT.
+ *
+ * Everything that depends on the protocol's details is in this section:
+ * the compare-exchange fast paths that mirror lib/LockWord.js and
+ * lib/RWLock.js, and how a simulated thread talks to the core (what
+ * src/ready.c, src/binding.c and src/env.c do for a request: settle,
+ * deliver or retry, cancel, abandon). A change of the protocol changes this
+ * section and leaves the invariants and the explorer alone. Each function
+ * is one atomic step of the model. */
+
+/* The settle callback, under the bucket lock inside some thread's core
+ * call: the request is woken or granted, and its thread may now run it. */
+static void
+il_settle(tl_waiter_t *w)
+{
+  il_thread_t *t = (il_thread_t *)w;
+
+  if (t->req == IL_REQ_NONE) {
+    il_violation("T%d's request was settled (%s) after it was withdrawn or "
+                 "had ended",
+                 t->n, w->granted ? "granted" : "woken");
+    return;
+  }
+  t->req = IL_REQ_SETTLED;
+  if (w->granted && w->owner_died)
+    il.dead_owner_reported = 1;
+  il_event("; T%d %s%s", t->n, w->granted ? "granted" : "woken",
+           w->granted && w->owner_died ? " (owner died)" : "");
+}
+
+/* The owner field value of thread `t` for an exclusive gate. */
+static int32_t
+il_own(const il_thread_t *t, int gate)
+{
+  return gate == TL_GATE_LOCK ? (int32_t)t->id
+                              : (int32_t)(TL_RW_WRITER | t->id);
+}
+
+static int
+il_word_died(int gate)
+{
+  int32_t v = atomic_load(IL_WORD);
+
+  return (v & (gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : TL_RW_OWNER_DIED)) !=
+         0;
+}
+
+static int32_t
+il_owner_mask(int gate)
+{
+  return gate == TL_GATE_LOCK ? TL_LOCK_ID_MASK : TL_RW_WRITER | TL_RW_MASK;
+}
+
+/* lib/LockWord.js fast(): one compare-exchange on the word as it is now.
+ * Returns 1 when it took the word. `barge`: a lock word or a writer may
+ * take a word without an owner while waiters are queued (RWLock: unless
+ * the thread's own write request waits). Readers have no fast path: the
+ * core counts them per thread (src/rwlock.c). */
+static int
+il_js_fast_acquire(il_thread_t *t, int gate, int barge)
+{
+  int32_t v = atomic_load(IL_WORD);
+
+  if (gate == TL_GATE_READ)
+    return 0;
+  if (v == 0)
+    return atomic_compare_exchange_strong(IL_WORD, &v, il_own(t, gate));
+  if (barge && (v & il_owner_mask(gate)) == 0)
+    return atomic_compare_exchange_strong(IL_WORD, &v, v | il_own(t, gate));
+  return 0;
+}
+
+/* lib/LockWord.js unlock(): the compare-exchange release, only of a word
+ * that is exactly the thread's own id. Returns 1 when it freed the word;
+ * otherwise 0 and the amount of the core release that must follow (with
+ * LOCK_HANDOFF when the thread's slice is over). Readers always release
+ * through the core. */
+static int
+il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
+{
+  int32_t v = atomic_load(IL_WORD);
+
+  if (gate == TL_GATE_READ) {
+    *amount = 0;
+    return 0;
+  }
+  *amount = TL_LOCK_BARGE | (slice_over ? TL_LOCK_HANDOFF : 0);
+  if (v == il_own(t, gate))
+    return atomic_compare_exchange_strong(IL_WORD, &v, 0);
+  return 0;
+}
+
+/* The amount of a core request: the default (barging) policy for locks and
+ * writers, except a writer whose own write request waits (lib/RWLock.js
+ * #writeFlags). */
+static uint32_t
+il_request_amount(const il_thread_t *t, int gate)
+{
+  if (gate == TL_GATE_READ)
+    return 0;
+  if (gate == TL_GATE_WRITE && t->req != IL_REQ_NONE &&
+      t->req_gate == TL_GATE_WRITE)
+    return 0;
+  return TL_LOCK_BARGE;
+}
+
+/* The async request after a failed fast path: tl_gate_acquire_async. */
+static void
+il_core_request(il_thread_t *t, int gate)
+{
+  int r;
+
+  tl_waiter_init_async(&t->w, il_settle);
+  t->req = IL_REQ_CALLING;
+  t->req_gate = gate;
+  t->req_ticks = il.ticks;
+  r = tl_gate_acquire_async(&t->w, &il.word, gate, t->id,
+                            il_request_amount(t, gate));
+  il_note("core acquire_async -> %s", il_result_str(r));
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
+    t->req = IL_REQ_NONE;
+    il_hold(t, gate, r == TL_RESULT_OWNER_DIED);
+  } else if (r == TL_RESULT_PENDING) {
+    if (t->req == IL_REQ_CALLING)
+      t->req = IL_REQ_QUEUED;
+  } else {
+    t->req = IL_REQ_NONE;
+    il_violation("T%d's %s request returned %s", t->n, il_gate_str(gate),
+                 il_result_str(r));
+  }
+}
+
+/* The settle reaches the thread (src/ready.c): a grant is the thread's; a
+ * woken request competes (tl_gate_retry_async), which also finds a grant
+ * that a release made to it while it was on its way. */
+static void
+il_core_deliver(il_thread_t *t)
+{
+  int r;
+
+  if (t->w.granted) {
+    il_note("granted %s%s", il_gate_str(t->req_gate),
+            t->w.owner_died ? " (owner died)" : "");
+    t->req = IL_REQ_NONE;
+    il_hold(t, t->req_gate, t->w.owner_died);
+    return;
+  }
+  t->req = IL_REQ_CALLING;
+  r = tl_gate_retry_async(&t->w);
+  il_note("woken: core retry_async -> %s", il_result_str(r));
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
+    t->req = IL_REQ_NONE;
+    il_hold(t, t->req_gate, r == TL_RESULT_OWNER_DIED);
+  } else if (r == TL_RESULT_PENDING) {
+    if (t->req == IL_REQ_CALLING)
+      t->req = IL_REQ_QUEUED;
+  } else {
+    t->req = IL_REQ_NONE;
+    il_violation("T%d's retry returned %s", t->n, il_result_str(r));
+  }
+}
+
+/* A timeout or an abort of the thread's request (src/ready.c's timer,
+ * src/binding.c's abort): tl_cancel. A request that was not granted must be
+ * withdrawn, and nothing may be granted to it later; a granted one stays
+ * granted (a late abort is ignored, as Node's APIs do). */
+static void
+il_core_cancel(il_thread_t *t, tl_state_t why)
+{
+  const char *what = why == TL_TIMED_OUT ? "timeout" : "abort";
+  il_req_t was = t->req;
+  int granted = was == IL_REQ_SETTLED && t->w.granted;
+  int r;
+
+  if (was == IL_REQ_NONE) {
+    il_note("no request in the core");
+    return;
+  }
+  r = tl_cancel(&t->w, why);
+  il_note("core cancel -> %d%s", r, r ? "" : granted ? ", too late" : "");
+  if (r) {
+    t->req = IL_REQ_NONE;
+    if (granted)
+      il_violation("tl_cancel withdrew T%d's request after granting it", t->n);
+    return;
+  }
+  if (!granted)
+    il_violation("the %s of T%d's %s request was ignored: tl_cancel "
+                 "returned 0 though the request was %s, not granted, so it "
+                 "will be retried and granted later",
+                 what, t->n, il_gate_str(t->req_gate),
+                 was == IL_REQ_SETTLED ? "woken" : "queued");
+}
+
+/* A sync request with timeout 0 (tryLock, tryAcquireWrite, or the probe of
+ * a blocking acquire): tl_gate_acquire. While the thread's own request is
+ * queued or woken on the word it must fail with EDEADLK, since a blocking
+ * wait could only be ended by that very thread. */
+static void
+il_core_try(il_thread_t *t, int gate)
+{
+  int own_waits = t->req == IL_REQ_QUEUED || il_woken(t);
+  int r = tl_gate_acquire(&il.word, gate, t->id, il_request_amount(t, gate), 0,
+                          NULL);
+
+  il_note("core acquire (sync, timeout 0) -> %s", il_result_str(r));
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED)
+    il_hold(t, gate, r == TL_RESULT_OWNER_DIED);
+  if (own_waits && r != TL_EDEADLK)
+    il_violation("a sync %s request of T%d returned %s while T%d's own %s "
+                 "request is %s: expected EDEADLK",
+                 il_gate_str(gate), t->n, il_result_str(r), t->n,
+                 il_gate_str(t->req_gate),
+                 t->req == IL_REQ_QUEUED ? "queued" : "woken");
+}
+
+/* Whether another thread's request has waited TL_POLICY_STARVING_NS: a
+ * tick passed since it queued, and it is still queued or woken. */
+static int
+il_starving(const il_thread_t *t)
+{
+  for (int i = 0; i < il.nthreads; i++) {
+    const il_thread_t *o = &il.t[i];
+    if (o != t && o->alive && (o->req == IL_REQ_QUEUED || il_woken(o)) &&
+        o->req_ticks < il.ticks)
+      return 1;
+  }
+  return 0;
+}
+
+/* The bound the README promises: a release (of the lock or a write lock,
+ * also one that would keep it for the thread's own next request) while a
+ * waiter starves hands the lock over; it never frees it or keeps it. */
+static void
+il_check_starving_release(il_thread_t *t, int gate, int starving, int kept)
+{
+  int32_t v = atomic_load(IL_WORD);
+  int free = gate == TL_GATE_LOCK
+                 ? (v & TL_LOCK_ID_MASK) == 0
+                 : !(v & TL_RW_WRITER) && (v & TL_RW_MASK) == 0;
+
+  if (starving && (kept || free))
+    il_violation("T%d's release %s the lock while another request had "
+                 "waited 1 ms: it must hand it over",
+                 t->n, kept ? "kept" : "freed");
+}
+
+static void
+il_core_release(il_thread_t *t, int gate, uint32_t amount)
+{
+  int starving = gate != TL_GATE_READ && il_starving(t);
+  int r = tl_gate_release(&il.word, gate, t->id, amount);
+
+  il_note("core release%s -> %s", amount & TL_LOCK_HANDOFF ? " (handoff)" : "",
+          il_result_str(r));
+  if (r != 0)
+    il_violation("T%d's %s release returned %s", t->n, il_gate_str(gate),
+                 il_result_str(r));
+  il_check_starving_release(t, gate, starving, 0);
+}
+
+/* lib/AsyncLock.js unlock() with a request of its own queued: LockWord.keep,
+ * a compare-free check while nobody waits, the core otherwise. Returns 1 if
+ * the thread keeps the lock. */
+static int
+il_core_keep(il_thread_t *t, int gate)
+{
+  int starving = il_starving(t);
+  int r = tl_gate_release(&il.word, gate, t->id, TL_LOCK_BARGE | TL_LOCK_KEEP);
+
+  il_note("core release (keep) -> %s",
+          r == TL_RESULT_ACQUIRED ? "kept" : il_result_str(r));
+  if (r != 0 && r != TL_RESULT_ACQUIRED)
+    il_violation("T%d's keep returned %s", t->n, il_result_str(r));
+  il_check_starving_release(t, gate, starving, r == TL_RESULT_ACQUIRED);
+  return r == TL_RESULT_ACQUIRED;
+}
+
+/* Thread death, as src/env.c tears an env down: each request is cancelled,
+ * or abandoned if a notify reached it first; then the id is unregistered,
+ * which hands a lock the thread still holds to its first waiter. */
+static void
+il_core_die(il_thread_t *t)
+{
+  if (t->req != IL_REQ_NONE) {
+    int r = tl_cancel(&t->w, TL_CANCELLED);
+    il_note("core cancel -> %d, ", r);
+    if (!r) {
+      tl_gate_abandon(&t->w);
+      il_note("abandon, ");
+    }
+    t->req = IL_REQ_NONE;
+  }
+  t->alive = 0;
+  /* The core gives a dead reader's read locks back (src/rwlock.c). */
+  if (t->reads != 0)
+    il.reader_died = 1;
+  t->reads = 0;
+  tl_thread_unregister(t->id);
+  il.registered[t->id] = 0;
+  il_note("unregister");
+}
+
+/* END OF THE PROTOCOL SECTION. */
+/* ====================================================================== */
+
+/* The invariants, after every step (see the top of the file). */
+static void
+il_check_state(void)
+{
+  int32_t v = atomic_load(IL_WORD);
+  int lock = il.sc->kind == IL_WORD_LOCK;
+  uint32_t owner = lock                 ? (uint32_t)(v & TL_LOCK_ID_MASK)
+                   : (v & TL_RW_WRITER) ? (uint32_t)(v & TL_RW_MASK)
+                                        : 0;
+  int word_readers = lock || (v & TL_RW_WRITER) ? 0 : (int)(v & TL_RW_MASK);
+  il_thread_t *holder = NULL;
+  int reads = 0, woken = 0, queued = 0;
+  char a[32], ws[96];
+
+  /* A dead holder stays in the word until somebody takes the lock over;
+   * that must be said (OWNER_DIED to the new owner). A grant on its way to
+   * a woken request says it in the request (no second settle). */
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (t->req == IL_REQ_SETTLED && t->w.granted && t->w.owner_died)
+      il.dead_owner_reported = 1;
+  }
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (!t->alive && t->excl && owner != t->id) {
+      t->excl = 0;
+      if (!il.dead_owner_reported)
+        il_violation("T%d died holding the %s, and its hold was taken over "
+                     "without OWNER_DIED (word %s)",
+                     t->n, lock ? "lock" : "write lock",
+                     il_word_str(v, ws, sizeof(ws)));
+    }
+  }
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (il_excl_of(t) > 1)
+      il_violation("T%d holds the %s twice", t->n,
+                   lock ? "lock" : "write lock");
+    if (il_excl_of(t)) {
+      if (holder != NULL)
+        il_violation("two holders: T%d and T%d", holder->n, t->n);
+      holder = t;
+    }
+    reads += il_reads_of(t);
+    woken += il_woken(t);
+    queued += t->req == IL_REQ_QUEUED;
+  }
+  il_word_str(v, ws, sizeof(ws));
+  if (holder != NULL && reads != 0)
+    il_violation("T%d holds the write lock beside %d reader(s)", holder->n,
+                 reads);
+  if (holder != NULL && owner != holder->id)
+    il_violation("T%d holds the %s but the word says %s", holder->n,
+                 lock ? "lock" : "write lock", ws);
+  if (holder == NULL && owner != 0)
+    il_violation("the word names %s as the owner, who does not hold it (%s)",
+                 il_name(owner, a, sizeof(a)), ws);
+  if (!lock && !(v & TL_RW_WRITER) && word_readers != reads)
+    il_violation("%d reader(s) hold the lock but the word counts %d (%s)",
+                 reads, word_readers, ws);
+  if (woken == 0 && (v & TL_LOCK_WOKEN))
+    il_violation("LOCK_WOKEN is set but no request is woken: the bit was "
+                 "never given back, so releases wake nobody (%s)",
+                 ws);
+  if (woken > 0 && !(v & TL_LOCK_WOKEN))
+    il_violation("a request is woken but LOCK_WOKEN is clear: the next "
+                 "release will wake another waiter and the fast paths see "
+                 "nobody on the way (%s)",
+                 ws);
+  if (woken > 1)
+    il_violation("%d requests are woken at once", woken);
+  if (owner == 0 && word_readers == 0 && queued > 0 && woken == 0)
+    il_violation("the word is free, %d request(s) sleep on it and none is "
+                 "woken to take it (%s)",
+                 queued, ws);
+}
+
+/* At quiescence (no simulated thread can move): no request may still
+ * sleep, since nobody is left to wake it. */
+static void
+il_check_quiescent(void)
+{
+  char ws[96];
+
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (t->req == IL_REQ_QUEUED) {
+      il_violation("stall: T%d's %s request sleeps for good; nobody is left "
+                   "to wake it (word %s)",
+                   t->n, il_gate_str(t->req_gate),
+                   il_word_str(atomic_load(IL_WORD), ws, sizeof(ws)));
+      return;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Moves. */
+
+static int
+il_waits_for_request(il_op_kind_t k)
+{
+  return k == IL_ACQ || k == IL_REL || k == IL_REL_END || k == IL_REL_KEEP ||
+         k == IL_TICK;
+}
+
+/* Whether thread `t` has its next step enabled (not counting a delivery). */
+static int
+il_step_enabled(const il_thread_t *t)
+{
+  if (!t->alive)
+    return 0;
+  if (t->cont != IL_CONT_NONE)
+    return 1;
+  if (t->pc >= t->nops)
+    return 0;
+  return !il_waits_for_request((il_op_kind_t)t->ops[t->pc].kind) ||
+         t->req == IL_REQ_NONE;
+}
+
+static int
+il_deliver_enabled(const il_thread_t *t)
+{
+  return t->alive && t->cont == IL_CONT_NONE && t->req == IL_REQ_SETTLED;
+}
+
+static const char *
+il_op_str(const il_op_t *op)
+{
+  static char buf[32];
+  const char *g = op->gate == TL_GATE_READ    ? " read"
+                  : op->gate == TL_GATE_WRITE ? " write"
+                                              : "";
+
+  switch ((il_op_kind_t)op->kind) {
+  case IL_ACQ:
+    snprintf(buf, sizeof(buf), "acquire%s", g);
+    break;
+  case IL_REL:
+    snprintf(buf, sizeof(buf), "release%s", g);
+    break;
+  case IL_REL_END:
+    snprintf(buf, sizeof(buf), "release%s (slice over)", g);
+    break;
+  case IL_REL_KEEP:
+    snprintf(buf, sizeof(buf), "release%s to own request", g);
+    break;
+  case IL_TRY:
+    snprintf(buf, sizeof(buf), "sync try%s", g);
+    break;
+  case IL_ABORT:
+    return "abort";
+  case IL_TIMEOUT:
+    return "timeout";
+  case IL_DIE:
+    return "dies";
+  case IL_TICK:
+    return "waits 1 ms";
+  }
+  return buf;
+}
+
+/* Runs the next step of `t`: an operation, or the core half of one. */
+static void
+il_step(il_thread_t *t)
+{
+  const il_op_t *op = &t->ops[t->pc];
+  int gate = op->gate;
+  uint32_t amount;
+
+  il_note("T%d %s: ", t->n, il_op_str(op));
+  switch (t->cont) {
+  case IL_CONT_ACQ:
+    t->cont = IL_CONT_NONE;
+    t->pc++;
+    il_core_request(t, gate);
+    return;
+  case IL_CONT_TRY:
+    t->cont = IL_CONT_NONE;
+    t->pc++;
+    il_core_try(t, gate);
+    return;
+  case IL_CONT_RELEASE:
+    t->cont = IL_CONT_NONE;
+    t->pc++;
+    if (il_exclusive(gate))
+      t->excl--;
+    else
+      t->reads--;
+    il_core_release(t, gate, t->cont_arg);
+    return;
+  case IL_CONT_KEEP:
+    if (il_core_keep(t, gate)) {
+      t->cont = IL_CONT_NONE;
+      t->pc++;
+      return;
+    }
+    /* Released: the thread's next request queues in the core. */
+    t->excl--;
+    t->cont = IL_CONT_ACQ;
+    return;
+  case IL_CONT_NONE:
+    break;
+  }
+  switch ((il_op_kind_t)op->kind) {
+  case IL_ACQ:
+    if (il_js_fast_acquire(t, gate, 1)) {
+      il_note("fast path takes it");
+      /* LockWord.ownerDied: the word's bit, kept while held. */
+      il_hold(t, gate, il_word_died(gate));
+      t->pc++;
+    } else {
+      il_note("fast path fails");
+      t->cont = IL_CONT_ACQ;
+    }
+    return;
+  case IL_TRY:
+    /* A thread with a request of its own waiting does not barge: RWLock
+     * for its writes (#writeFlags); AsyncLock does not even try (its
+     * ThreadQueue), and its core probe must then fail on its own. */
+    if (il_js_fast_acquire(
+            t, gate,
+            t->req == IL_REQ_NONE ||
+                (gate == TL_GATE_WRITE && t->req_gate != TL_GATE_WRITE))) {
+      il_note("fast path takes it");
+      il_hold(t, gate, il_word_died(gate));
+      t->pc++;
+      /* The word must show a queued or woken request (its bits), so that
+       * this compare-exchange cannot succeed beside it. */
+      if (t->req == IL_REQ_QUEUED || il_woken(t))
+        il_violation("a sync %s request of T%d took the word on the fast "
+                     "path while T%d's own %s request is %s: expected "
+                     "EDEADLK",
+                     il_gate_str(gate), t->n, t->n, il_gate_str(t->req_gate),
+                     t->req == IL_REQ_QUEUED ? "queued" : "woken");
+    } else {
+      il_note("fast path fails");
+      t->cont = IL_CONT_TRY;
+    }
+    return;
+  case IL_REL:
+  case IL_REL_END:
+    if (il_exclusive(gate) ? t->excl == 0 : t->reads == 0) {
+      il_note("holds nothing, skipped");
+      t->pc++;
+      return;
+    }
+    if (il_js_release(t, gate, op->kind == IL_REL_END, &amount)) {
+      il_note("compare-exchange frees it");
+      if (il_exclusive(gate))
+        t->excl--;
+      else
+        t->reads--;
+      t->pc++;
+    } else {
+      il_note("compare-exchange does not apply");
+      t->cont = IL_CONT_RELEASE;
+      t->cont_arg = amount;
+    }
+    return;
+  case IL_REL_KEEP:
+    if (t->excl == 0) {
+      il_note("holds nothing, skipped");
+      t->pc++;
+      return;
+    }
+    if (atomic_load(IL_WORD) == il_own(t, gate)) {
+      il_note("nobody waits: kept");
+      t->pc++;
+      return;
+    }
+    il_note("somebody waits: ask the core");
+    t->cont = IL_CONT_KEEP;
+    return;
+  case IL_ABORT:
+  case IL_TIMEOUT:
+    t->pc++;
+    il_core_cancel(t, op->kind == IL_ABORT ? TL_CANCELLED : TL_TIMED_OUT);
+    return;
+  case IL_DIE:
+    t->pc++;
+    /* Whoever takes over a lock it dies holding must be told. */
+    if (t->excl)
+      il.dead_owner_reported = 0;
+    il_core_die(t);
+    return;
+  case IL_TICK:
+    t->pc++;
+    il.ticks++;
+    il_clock += TL_POLICY_STARVING_NS;
+    il_note("the clock moves on");
+    return;
+  }
+}
+
+/* The enabled moves, the last mover's first (choosing it is no
+ * preemption). Moves of other threads while the last mover could go on are
+ * preemptions; beyond the bound they are left out. */
+static int
+il_moves(il_move_t *moves, int last, int preemptions)
+{
+  int n = 0;
+  int last_enabled = last >= 0 && (il_step_enabled(&il.t[last]) ||
+                                   il_deliver_enabled(&il.t[last]));
+
+  for (int k = 0; k < il.nthreads; k++) {
+    int i = last >= 0 ? (last + k) % il.nthreads : k;
+    il_thread_t *t = &il.t[i];
+    if (i != last && last_enabled && preemptions >= il.preemption_bound)
+      continue;
+    if (il_deliver_enabled(t))
+      moves[n++] = (il_move_t){ i, 1 };
+    if (il_step_enabled(t))
+      moves[n++] = (il_move_t){ i, 0 };
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Executions. */
+
+static void
+il_parse(const il_scenario_t *sc)
+{
+  const char *p = sc->script;
+  int n = 0;
+
+  memset(il.t, 0, sizeof(il.t));
+  il.t[0].n = 1;
+  while (*p != '\0') {
+    char tok[16];
+    int len = 0;
+    il_op_t op = { 0, TL_GATE_LOCK };
+
+    while (*p == ' ')
+      p++;
+    if (*p == '|') {
+      n++;
+      ASSERT_LT(n, IL_MAX_THREADS);
+      il.t[n].n = n + 1;
+      p++;
+      continue;
+    }
+    if (*p == '\0')
+      break;
+    while (*p != '\0' && *p != ' ' && *p != '|' && len < 15)
+      tok[len++] = *p++;
+    tok[len] = '\0';
+    if (len > 1 && (tok[len - 1] == 'W' || tok[len - 1] == 'R')) {
+      op.gate = tok[len - 1] == 'W' ? TL_GATE_WRITE : TL_GATE_READ;
+      tok[--len] = '\0';
+    }
+    if (strcmp(tok, "acq") == 0)
+      op.kind = IL_ACQ;
+    else if (strcmp(tok, "rel") == 0)
+      op.kind = IL_REL;
+    else if (strcmp(tok, "relh") == 0)
+      op.kind = IL_REL_END;
+    else if (strcmp(tok, "relk") == 0)
+      op.kind = IL_REL_KEEP;
+    else if (strcmp(tok, "try") == 0)
+      op.kind = IL_TRY;
+    else if (strcmp(tok, "abort") == 0)
+      op.kind = IL_ABORT;
+    else if (strcmp(tok, "tmo") == 0)
+      op.kind = IL_TIMEOUT;
+    else if (strcmp(tok, "die") == 0)
+      op.kind = IL_DIE;
+    else if (strcmp(tok, "tick") == 0)
+      op.kind = IL_TICK;
+    else
+      TL_TEST_FAIL("scenario %s: unknown operation %s", sc->name, tok);
+    ASSERT((sc->kind == IL_WORD_LOCK) == (op.gate == TL_GATE_LOCK) ||
+           !il_waits_for_request((il_op_kind_t)op.kind) || op.kind == IL_TICK);
+    ASSERT_LT(il.t[n].nops, IL_MAX_OPS);
+    il.t[n].ops[il.t[n].nops++] = op;
+  }
+  il.nthreads = n + 1;
+}
+
+/* Gives back whatever an execution left: requests still in the core, holds
+ * of live threads (released through the core), a dead owner's word (taken
+ * over and released by a janitor thread), the ids. With `check`, the word
+ * must end at 0 with no waiter left. */
+static void
+il_drain(int check)
+{
+  char ws[96];
+
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (t->req != IL_REQ_NONE && !tl_cancel(&t->w, TL_CANCELLED))
+      tl_gate_abandon(&t->w);
+    t->req = IL_REQ_NONE;
+  }
+  for (int i = 0; i < il.nthreads && check; i++) {
+    il_thread_t *t = &il.t[i];
+    int gate = il.sc->kind == IL_WORD_LOCK ? TL_GATE_LOCK : TL_GATE_WRITE;
+    for (; t->alive && t->excl > 0; t->excl--)
+      if (tl_gate_release(&il.word, gate, t->id, TL_LOCK_BARGE) != 0)
+        il_violation("T%d could not release its hold at the end", t->n);
+    for (; t->alive && t->reads > 0; t->reads--)
+      if (tl_gate_release(&il.word, TL_GATE_READ, t->id, 0) != 0)
+        il_violation("T%d could not release its read hold at the end", t->n);
+  }
+  if (check && !il.violated) {
+    int32_t v = atomic_load(IL_WORD);
+    int gate = il.sc->kind == IL_WORD_LOCK ? TL_GATE_LOCK : TL_GATE_WRITE;
+    uint32_t janitor = IL_JANITOR;
+    if (v != 0) {
+      int r;
+      if (!il.registered[janitor])
+        ASSERT_OK(tl_thread_register(janitor));
+      il.registered[janitor] = 1;
+      r = tl_gate_acquire(&il.word, gate, janitor, TL_LOCK_BARGE, 0, NULL);
+      if (r == TL_RESULT_OWNER_DIED)
+        r = tl_gate_release(&il.word, gate, janitor, TL_LOCK_BARGE);
+      else
+        il_violation("the execution ended with the word at %s, and a new "
+                     "thread's acquire returned %s, not OWNER_DIED",
+                     il_word_str(v, ws, sizeof(ws)), il_result_str(r));
+    }
+    v = atomic_load(IL_WORD);
+    if (!il.violated && (v != 0 || tl_waiter_count(&il.word) != 0))
+      il_violation("the execution ended with the word at %s and %zu "
+                   "waiter(s) on it",
+                   il_word_str(v, ws, sizeof(ws)), tl_waiter_count(&il.word));
+  }
+  /* After a violation the word may hold anything; the next execution
+   * starts from 0 again, and nothing may wait on it then. */
+  ASSERT_EQ(tl_waiter_count(&il.word), 0);
+}
+
+/* Runs one execution: the first `prefix` choices from the stack, then the
+ * first enabled move at every new depth. Returns the number of steps. */
+static int
+il_execute(int prefix)
+{
+  int last = -1, preemptions = 0, steps = 0;
+  char ws[96];
+
+  il_parse(il.sc);
+  il.word = 0;
+  il_clock = IL_CLOCK_START_NS;
+  il.ticks = 0;
+  il.reader_died = 0;
+  il.violated = 0;
+  il.dead_owner_reported = 0;
+  ASSERT_EQ(tl_waiter_count(&il.word), 0);
+  for (int i = 0; i < il.nthreads; i++) {
+    il.t[i].id = (uint32_t)(i + 1);
+    il.t[i].alive = 1;
+    if (!il.registered[il.t[i].id])
+      ASSERT_OK(tl_thread_register(il.t[i].id));
+    il.registered[il.t[i].id] = 1;
+  }
+  for (;;) {
+    il_move_t moves[2 * IL_MAX_THREADS];
+    int n = il_moves(moves, last, preemptions);
+    int c;
+    il_thread_t *t;
+
+    if (n == 0) {
+      il_check_quiescent();
+      break;
+    }
+    if (steps >= il.depth_bound) {
+      il.truncated++;
+      break;
+    }
+    if (steps < prefix) {
+      if (il.stack[steps].n != n)
+        TL_TEST_FAIL("scenario %s: the replay differs at step %d (%d moves, "
+                     "%d before): the model is not deterministic",
+                     il.sc->name, steps + 1, n, il.stack[steps].n);
+      c = il.stack[steps].c;
+    } else {
+      il.stack[steps] = (il_choice_t){ (uint16_t)n, 0 };
+      c = 0;
+    }
+    t = &il.t[moves[c].thread];
+    if (last >= 0 && moves[c].thread != last &&
+        (il_step_enabled(&il.t[last]) || il_deliver_enabled(&il.t[last])))
+      preemptions++;
+    last = moves[c].thread;
+    il.note_len = il.events_len = 0;
+    il.note[0] = il.events[0] = '\0';
+    if (moves[c].deliver) {
+      il_note("T%d: ", t->n);
+      il_core_deliver(t);
+    } else {
+      il_step(t);
+    }
+    steps++;
+    il_check_state();
+    if (il.verbose)
+      printf("    %2d. %s%s\n          word %s\n", steps, il.note, il.events,
+             il_word_str(atomic_load(IL_WORD), ws, sizeof(ws)));
+    if (il.violated)
+      break;
+  }
+  il_drain(!il.violated);
+  il.executions++;
+  return steps;
+}
+
+/* Explores every schedule of the current scenario within the bounds, depth
+ * first; keeps the shortest violating one. */
+static void
+il_explore(void)
+{
+  int prefix = 0;
+
+  il.executions = 0;
+  il.truncated = 0;
+  il.violations = 0;
+  il.nfound = 0;
+  for (;;) {
+    int len = il_execute(prefix);
+
+    if (il.violated) {
+      int k = 0;
+      il.violations++;
+      while (k < il.nfound && il.found[k].kind != il.violation_kind)
+        k++;
+      if (k == il.nfound && k < IL_MAX_KINDS) {
+        il.nfound++;
+        il.found[k].kind = il.violation_kind;
+        il.found[k].len = IL_MAX_DEPTH + 1;
+      }
+      if (k < il.nfound && len < il.found[k].len) {
+        il.found[k].len = len;
+        memcpy(il.found[k].schedule, il.stack,
+               sizeof(il.stack[0]) * (size_t)len);
+      }
+    }
+    while (len > 0 && il.stack[len - 1].c + 1 >= il.stack[len - 1].n)
+      len--;
+    if (len == 0)
+      return;
+    il.stack[len - 1].c++;
+    prefix = len;
+  }
+}
+
+/* Replays the shortest violating schedule of kind `k`, printing every
+ * step. */
+static void
+il_print_counterexample(int k)
+{
+  int len = il.found[k].len;
+
+  memcpy(il.stack, il.found[k].schedule, sizeof(il.stack[0]) * (size_t)len);
+  il.verbose = 1;
+  printf("  counterexample (%d steps; scripts: %s):\n", len, il.sc->script);
+  il_execute(len);
+  il.verbose = 0;
+  printf("  violation: %s\n",
+         il.violated ? il.violation : "(not reproduced on replay)");
+}
+
+static int
+il_selected(const char *list, const char *name)
+{
+  size_t len = strlen(name);
+
+  if (list == NULL || *list == '\0')
+    return 1;
+  for (const char *p = list; *p != '\0';) {
+    const char *end = strchr(p, ',');
+    size_t k = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (k == len && strncmp(p, name, k) == 0)
+      return 1;
+    if (end == NULL)
+      break;
+    p = end + 1;
+  }
+  return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+  const char *only = getenv("TL_SCENARIO");
+  int expect_bug = tl_test_setting(0, NULL, 0, "TL_EXPECT_BUG", 0) != 0;
+  int ran = 0, failed = 0;
+  struct timespec t0, t1;
+
+  (void)argc;
+  (void)argv;
+  il.preemption_bound = (int)tl_test_setting(
+      0, NULL, 0, "TL_INTERLEAVE_PREEMPTIONS", IL_DEFAULT_PREEMPTIONS);
+  il.depth_bound =
+      (int)tl_test_setting(0, NULL, 0, "TL_INTERLEAVE_DEPTH", IL_DEFAULT_DEPTH);
+  if (il.depth_bound > IL_MAX_DEPTH)
+    il.depth_bound = IL_MAX_DEPTH;
+  /* The checker drives the core from one OS thread; a sync request never
+   * blocks (timeout 0), so no spinning either. */
+  tl_set_spin(0);
+  if (il.preemption_bound >= IL_UNBOUNDED)
+    printf("interleave: no preemption bound, depth bound %d%s\n",
+           il.depth_bound, expect_bug ? ", expecting violations" : "");
+  else
+    printf("interleave: preemption bound %d, depth bound %d%s\n",
+           il.preemption_bound, il.depth_bound,
+           expect_bug ? ", expecting violations" : "");
+  for (size_t i = 0; i < IL_SCENARIO_COUNT; i++) {
+    const il_scenario_t *sc = &il_scenarios[i];
+    double secs;
+
+    if (!il_selected(only, sc->name))
+      continue;
+    ran++;
+    il.sc = sc;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    il_explore();
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ASSERT_EQ(tl_waiter_total(), 0);
+    secs = (double)(t1.tv_sec - t0.tv_sec) +
+           (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("%s %-17s %8lu executions%s %6.2fs  %s\n",
+           il.nfound == 0 ? "ok  " : "FAIL", sc->name, il.executions,
+           il.truncated ? " (some cut at the depth bound)" : "", secs,
+           sc->what);
+    if (il.nfound > 0) {
+      failed++;
+      printf("  %lu of the executions break the protocol, in %d way(s); "
+             "the shortest of each:\n",
+             il.violations, il.nfound);
+      for (int k = 0; k < il.nfound; k++)
+        il_print_counterexample(k);
+    }
+    fflush(stdout);
+  }
+  if (ran == 0)
+    TL_TEST_FAIL("no scenario matches TL_SCENARIO=%s", only);
+  printf("interleave: %d scenario(s), %d with violations\n", ran, failed);
+  if (expect_bug)
+    return failed == ran ? 0 : 1;
+  return failed == 0 ? 0 : 1;
+}
