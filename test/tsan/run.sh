@@ -54,7 +54,7 @@ if [ $# -gt 0 ]; then
 else
   files=(test/lock-stress.test.js test/atomics-stress.test.js test/atomics-threads.test.js
     test/asynclock-threads.test.js test/named-locks-threads.test.js
-    test/semaphore.test.js test/rwlock.test.js)
+    test/semaphore.test.js test/rwlock.test.js test/termination-stress.test.js)
 fi
 
 echo "test/tsan: ThreadSanitizer build in $tmp, runtime $tsan"
