@@ -190,19 +190,39 @@ export declare function waiterCount (
   index: number
 ): number
 
+/** The name of each primitive that lives in shared memory. */
+export type PrimitiveType =
+  | 'AsyncLock'
+  | 'RWLock'
+  | 'Semaphore'
+  | 'CountDownLatch'
+  | 'Barrier'
+  | 'ConditionVariable'
+
 /**
  * Where a primitive lives: a structured-clonable object that can be posted
  * to a worker and reopened there with the class's static `from()`.
  */
-export interface Handle {
+export interface Handle<T extends PrimitiveType = PrimitiveType> {
+  /**
+   * Which primitive the words hold. `from()` of another class refuses the
+   * handle with a TypeError: the words would mean something else to it.
+   */
+  readonly type: T
   /** The shared memory holding the primitive's words. */
   buffer: SharedArrayBuffer
   /** The byte offset of its first word, a multiple of 4. */
   byteOffset: number
 }
 
-/** What the static `from()` methods accept; `byteOffset` defaults to 0. */
-export interface HandleLike {
+/**
+ * What the static `from()` methods accept; `byteOffset` defaults to 0. A
+ * handle written by hand may leave out `type`: the memory then opens as the
+ * class that `from()` is called on (zeroed memory is a free lock).
+ */
+export interface HandleLike<T extends PrimitiveType = PrimitiveType> {
+  /** The primitive the words hold; it must be the class's own. */
+  type?: T
   /** The shared memory holding the primitive's words. */
   buffer: SharedArrayBuffer
   /** The byte offset of its first word, a multiple of 4; default 0. */
@@ -210,14 +230,26 @@ export interface HandleLike {
 }
 
 /** The handle of an {@link AsyncLock}: where it is, and its mode. */
-export interface AsyncLockHandle extends Handle {
+export interface AsyncLockHandle extends Handle<'AsyncLock'> {
   /** `true` for a lock in strict FIFO mode. */
   readonly fifo: boolean
 }
 
 /** A handle to reopen an {@link AsyncLock} from; `fifo` defaults to false. */
-export interface AsyncLockHandleLike extends HandleLike {
+export interface AsyncLockHandleLike extends HandleLike<'AsyncLock'> {
   fifo?: boolean
+}
+
+/**
+ * Where a primitive's words are, as an options object: `new RWLock({ buffer,
+ * byteOffset })` is `new RWLock(buffer, byteOffset)`. Unknown members are
+ * refused with a TypeError.
+ */
+export interface SlotOptions {
+  /** The shared memory; a new, zeroed buffer of the right size by default. */
+  buffer?: SharedArrayBuffer
+  /** Where the first word is, a multiple of 4; default 0. */
+  byteOffset?: number
 }
 
 /** Options of `new AsyncLock()`. */
@@ -337,6 +369,11 @@ export declare class AsyncLock {
    * @throws {RangeError} if `byteOffset` is misaligned or out of range
    */
   constructor (buffer?: SharedArrayBuffer, byteOffset?: number, options?: AsyncLockOptions)
+  /**
+   * The same with one options object, e.g. `new AsyncLock({ fifo: true })`
+   * or `new AsyncLock({ buffer, byteOffset: 8 })`.
+   */
+  constructor (options: AsyncLockOptions & SlotOptions)
 
   /**
    * Opens the lock described by a {@link AsyncLock.handle}, for example one
@@ -344,7 +381,8 @@ export declare class AsyncLock {
    *
    * @param handle `{ buffer, byteOffset }`; `byteOffset` defaults to 0
    * @returns a lock object over the same memory
-   * @throws {TypeError} if the handle is malformed
+   * @throws {TypeError} if the handle is malformed or describes another
+   *   primitive
    * @throws {RangeError} if `byteOffset` is misaligned or out of range
    */
   static from (handle: AsyncLockHandleLike): AsyncLock
@@ -468,6 +506,8 @@ export declare class Semaphore {
    * @throws {RangeError} for a count or offset out of range
    */
   constructor (permits?: number, buffer?: SharedArrayBuffer, byteOffset?: number)
+  /** The same with `{ buffer, byteOffset }` as one options object. */
+  constructor (permits: number | undefined, options: SlotOptions)
 
   /**
    * Opens a semaphore created elsewhere, without changing its count.
@@ -475,10 +515,10 @@ export declare class Semaphore {
    * @param handle the {@link Semaphore.handle} of the semaphore
    * @returns a semaphore object over the same memory
    */
-  static from (handle: HandleLike): Semaphore
+  static from (handle: HandleLike<'Semaphore'>): Semaphore
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle
+  readonly handle: Handle<'Semaphore'>
   /** Permits available at this moment. */
   readonly value: number
   /** Requests waiting at this moment, in all threads. */
@@ -564,6 +604,8 @@ export declare class RWLock {
    * @param byteOffset where the word is, a multiple of 4; default 0
    */
   constructor (buffer?: SharedArrayBuffer, byteOffset?: number)
+  /** The same with `{ buffer, byteOffset }` as one options object. */
+  constructor (options: SlotOptions)
 
   /**
    * Opens the lock described by a handle.
@@ -571,10 +613,10 @@ export declare class RWLock {
    * @param handle the {@link RWLock.handle} of the lock
    * @returns a lock object over the same memory
    */
-  static from (handle: HandleLike): RWLock
+  static from (handle: HandleLike<'RWLock'>): RWLock
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle
+  readonly handle: Handle<'RWLock'>
   /** How many read locks are held at this moment. */
   readonly readers: number
   /** The `threadId` of the thread holding the write lock, or `null`. */
@@ -694,6 +736,8 @@ export declare class ConditionVariable {
    * @param byteOffset where the word is, a multiple of 4; default 0
    */
   constructor (buffer?: SharedArrayBuffer, byteOffset?: number)
+  /** The same with `{ buffer, byteOffset }` as one options object. */
+  constructor (options: SlotOptions)
 
   /**
    * Opens the condition variable described by a handle.
@@ -701,10 +745,10 @@ export declare class ConditionVariable {
    * @param handle the {@link ConditionVariable.handle}
    * @returns an object over the same memory
    */
-  static from (handle: HandleLike): ConditionVariable
+  static from (handle: HandleLike<'ConditionVariable'>): ConditionVariable
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle
+  readonly handle: Handle<'ConditionVariable'>
   /** Waits pending at this moment, in all threads. */
   readonly waiting: number
 
@@ -763,6 +807,8 @@ export declare class Barrier {
    * @param byteOffset where the words are, a multiple of 4; default 0
    */
   constructor (parties: number, buffer?: SharedArrayBuffer, byteOffset?: number)
+  /** The same with `{ buffer, byteOffset }` as one options object. */
+  constructor (parties: number, options: SlotOptions)
 
   /**
    * Opens a barrier created elsewhere, without changing its state.
@@ -770,10 +816,10 @@ export declare class Barrier {
    * @param handle the {@link Barrier.handle} of the barrier
    * @returns a barrier object over the same memory
    */
-  static from (handle: HandleLike): Barrier
+  static from (handle: HandleLike<'Barrier'>): Barrier
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle
+  readonly handle: Handle<'Barrier'>
   /** How many arrivals complete a phase. */
   readonly parties: number
   /** Arrivals in the current phase so far. */
@@ -818,6 +864,8 @@ export declare class CountDownLatch {
    * @param byteOffset where the word is, a multiple of 4; default 0
    */
   constructor (count: number, buffer?: SharedArrayBuffer, byteOffset?: number)
+  /** The same with `{ buffer, byteOffset }` as one options object. */
+  constructor (count: number, options: SlotOptions)
 
   /**
    * Opens a latch created elsewhere, without changing its count.
@@ -825,10 +873,10 @@ export declare class CountDownLatch {
    * @param handle the {@link CountDownLatch.handle} of the latch
    * @returns a latch object over the same memory
    */
-  static from (handle: HandleLike): CountDownLatch
+  static from (handle: HandleLike<'CountDownLatch'>): CountDownLatch
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle
+  readonly handle: Handle<'CountDownLatch'>
   /** The count at this moment. */
   readonly count: number
 
@@ -888,6 +936,14 @@ export interface LockRequestOptions {
    * event loop alive. Default `true`.
    */
   ref?: boolean
+  /**
+   * threadlock's addition (Web Locks has none): give up once the request
+   * has waited this many milliseconds. The request leaves the queue, as
+   * with an abort, and the promise rejects with a {@link LockError} of code
+   * `'ETIMEDOUT'`. Cannot be combined with `steal` or `ifAvailable`.
+   * Default: no limit.
+   */
+  timeout?: number
 }
 
 /** A named lock granted to a {@link LockManager.request} callback. */

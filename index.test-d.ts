@@ -8,6 +8,9 @@ import {
   ConditionVariable,
   CountDownLatch,
   Handle,
+  HandleLike,
+  PrimitiveType,
+  SlotOptions,
   Lock,
   LockError,
   lockPolicy,
@@ -124,7 +127,8 @@ expectType<() => Promise<void>>(promiseApi)
 const sem = new Semaphore(3)
 expectType<Semaphore>(new Semaphore(0, sab, 8))
 expectType<Semaphore>(Semaphore.from(sem.handle))
-expectType<Handle>(sem.handle)
+expectType<Handle<'Semaphore'>>(sem.handle)
+expectAssignable<Handle>(sem.handle)
 expectType<number>(sem.value)
 expectType<number>(sem.waiting)
 expectType<boolean>(sem.tryAcquire())
@@ -201,6 +205,8 @@ expectType<Promise<void>>(locks.request('a', { steal: true, ref: false }, (lock)
   expectType<Lock>(lock)
 }))
 expectError(locks.request('a', { mode: 'read' }, () => 1))
+expectType<Promise<number>>(locks.request('a', { timeout: 100 }, () => 1))
+expectError(locks.request('a', { timeout: '100' }, () => 1))
 expectError(locks.request('a'))
 expectType<Promise<LockManagerSnapshot>>(locks.query())
 
@@ -227,3 +233,34 @@ expectType<typeof AsyncLock>(threadlock.AsyncLock)
 expectType<number>(lockPolicy.starvationMs)
 expectType<number>(lockPolicy.sliceGrants)
 expectError(lockPolicy.sliceMs = 1)
+
+// Handles name their primitive, and from() of another class refuses them.
+expectType<'AsyncLock'>(lock.handle.type)
+expectType<'Semaphore'>(sem.handle.type)
+expectType<PrimitiveType>(({} as Handle).type)
+expectError(AsyncLock.from(sem.handle))
+expectError(Semaphore.from(latch.handle))
+expectError(RWLock.from(lock.handle))
+expectError(ConditionVariable.from(barrier.handle))
+expectError(Barrier.from(cv.handle))
+expectError(CountDownLatch.from(rw.handle))
+expectType<RWLock>(RWLock.from({ type: 'RWLock', buffer: sab }))
+expectAssignable<HandleLike<'Barrier'>>(barrier.handle)
+expectError(AsyncLock.from({ type: 'Mutex', buffer: sab }))
+
+// One options object in place of (buffer, byteOffset, options).
+expectType<AsyncLock>(new AsyncLock({ fifo: true }))
+expectType<AsyncLock>(new AsyncLock({ buffer: sab, byteOffset: 4, fifo: false }))
+expectType<AsyncLock>(new AsyncLock({}))
+expectError(new AsyncLock({ fiffo: true }))
+expectError(new AsyncLock({ fifo: true }, 0))
+expectError(new AsyncLock({ buffer: new ArrayBuffer(4) }))
+expectType<Semaphore>(new Semaphore(2, { buffer: sab, byteOffset: 8 }))
+expectType<Semaphore>(new Semaphore(undefined, {}))
+expectError(new Semaphore(2, { fifo: true }))
+expectType<RWLock>(new RWLock({ buffer: sab }))
+expectType<ConditionVariable>(new ConditionVariable({ byteOffset: 0 }))
+expectType<Barrier>(new Barrier(2, { buffer: sab }))
+expectType<CountDownLatch>(new CountDownLatch(1, {}))
+expectError(new CountDownLatch({ buffer: sab }))
+expectAssignable<SlotOptions>({ buffer: sab, byteOffset: 4 })

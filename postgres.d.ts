@@ -2,9 +2,19 @@
 // Locks semantics) on PostgreSQL session-level advisory locks, through
 // node-postgres (`pg`, an optional peer dependency that must be installed).
 
-import type { LockMode, LockManagerSnapshot } from './index'
+import type { AbortSignalLike, LockMode, LockManagerSnapshot } from './index'
 
-export type { LockMode, LockInfo, LockManagerSnapshot } from './index'
+export type { AbortSignalLike, LockMode, LockInfo, LockManagerSnapshot, LockErrorCode } from './index'
+export { LockError } from './index'
+
+/**
+ * The AbortSignal of the consumer's own types (Node's or the DOM's) when it
+ * has one, so that {@link Lock.signal} can be passed on as a real signal;
+ * {@link AbortSignalLike} otherwise. These types name no global themselves.
+ */
+export type LockSignal = typeof globalThis extends { AbortSignal: { prototype: infer S } }
+  ? S
+  : AbortSignalLike
 
 /**
  * What createLockManager() needs of a pool: node-postgres's `pg.Pool` (or a
@@ -82,9 +92,17 @@ export interface LockRequestOptions {
    * queue; the promise rejects with `signal.reason` at once. Cannot be
    * combined with `ifAvailable`.
    */
-  signal?: AbortSignal
+  signal?: AbortSignalLike
   /** Whether a waiting or held request keeps the process alive. Default `true`. */
   ref?: boolean
+  /**
+   * threadlock's addition (Web Locks has none): give up once the request
+   * has waited this many milliseconds, here or on the server. The request
+   * leaves every queue, as with an abort, and the promise rejects with a
+   * {@link LockError} of code `'ETIMEDOUT'`. Cannot be combined with
+   * `ifAvailable`. Default: no limit.
+   */
+  timeout?: number
 }
 
 /** A lock granted to a {@link LockManager.request} callback. */
@@ -108,7 +126,7 @@ export declare class Lock {
    * then be granted to someone else, so stop the work. Its reason is a
    * {@link SessionError} with code `'ELOCKLOST'`.
    */
-  readonly signal: AbortSignal
+  readonly signal: LockSignal
 }
 
 /** The stable codes of a {@link SessionError}. */

@@ -1,6 +1,8 @@
 import { expectAssignable, expectError, expectType } from 'tsd'
 import {
   Lock,
+  LockError,
+  LockErrorCode,
   LockManager,
   LockManagerSnapshot,
   SessionError,
@@ -38,3 +40,8 @@ const err = new SessionError('ELOCKLOST', 'lost')
 expectType<SessionErrorCode>(err.code)
 expectAssignable<Error>(err)
 expectType<'ECONNECT'>(codes.ECONNECT)
+
+// threadlock's timeout, rejecting with the LockError of threadlock.
+expectType<Promise<number>>(manager.request('n', { timeout: 100, mode: 'shared' }, () => 1))
+expectError(manager.request('n', { timeout: '100' }, () => 1))
+expectType<LockErrorCode>(new LockError('ETIMEDOUT').code)

@@ -27,7 +27,7 @@
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
-const { readObject, readFlag, readSyncOptions, readAsyncOptions } = require('./validate')
+const { readFlag, readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
 const { LockWord } = require('./LockWord')
@@ -65,17 +65,18 @@ class AsyncLock extends SharedSlot {
   }
 
   /**
-   * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
+   * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
+   *   or one options object { buffer, byteOffset, fifo } in place of all three
    * @param {number} [byteOffset=0] a multiple of 4
    * @param {{ fifo?: boolean }} [options] every user of one lock word must
    *   open it with the same `fifo`; `handle` carries it
    */
-  constructor (buffer = undefined, byteOffset = 0, options = undefined) {
+  constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
     let fifo
-    super(buffer, byteOffset, 1, 'AsyncLock', (i32, handle) => {
+    super({ type: 'AsyncLock', words: 1, keys: ['fifo'] }, [buffer, byteOffset, options], (i32, handle, o) => {
       // from() reads the mode from the handle as from options.
       const where = handle === undefined ? 'AsyncLock' : 'AsyncLock.from'
-      fifo = readFlag(readObject(handle === undefined ? options : handle, where).fifo, false, where, 'fifo')
+      fifo = readFlag((handle === undefined ? o : handle).fifo, false, where, 'fifo')
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, fifo)
@@ -83,7 +84,7 @@ class AsyncLock extends SharedSlot {
 
   /** A structured-clonable description of the lock, with its mode. */
   get handle () {
-    return { buffer: this.buffer, byteOffset: this.byteOffset, fifo: this.#word.fifo }
+    return { ...super.handle, fifo: this.#word.fifo }
   }
 
   /** true for strict FIFO hand-off. */

@@ -24,11 +24,13 @@ class Barrier extends SharedSlot {
 
   /**
    * @param {number} parties how many arrivals complete a phase (1-65535)
-   * @param {SharedArrayBuffer} [buffer] a new 8-byte buffer by default
+   * @param {SharedArrayBuffer | object} [buffer] a new 8-byte buffer by default;
+   *   or one options object { buffer, byteOffset } in place of all three
    * @param {number} [byteOffset=0]
+   * @param {object} [options] none are defined yet; unknown ones are refused
    */
-  constructor (parties, buffer = undefined, byteOffset = 0) {
-    super(buffer, byteOffset, 2, 'Barrier', (i32, handle) => {
+  constructor (parties, buffer = undefined, byteOffset = undefined, options = undefined) {
+    super({ type: 'Barrier', words: 2 }, [buffer, byteOffset, options], (i32, handle) => {
       if (handle !== undefined) return
       store(i32, 0, readCount(parties, 1, COUNT_MASK, 'Barrier', 'parties'))
       store(i32, 1, 0)

@@ -31,11 +31,13 @@ class ConditionVariable extends SharedSlot {
   #i32
 
   /**
-   * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
+   * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
+   *   or one options object { buffer, byteOffset } in place of all three
    * @param {number} [byteOffset=0]
+   * @param {object} [options] none are defined yet; unknown ones are refused
    */
-  constructor (buffer = undefined, byteOffset = 0) {
-    super(buffer, byteOffset, 1, 'ConditionVariable')
+  constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
+    super({ type: 'ConditionVariable', words: 1 }, [buffer, byteOffset, options])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
   }
 

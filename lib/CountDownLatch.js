@@ -18,11 +18,13 @@ class CountDownLatch extends SharedSlot {
 
   /**
    * @param {number} count
-   * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
+   * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
+   *   or one options object { buffer, byteOffset } in place of all three
    * @param {number} [byteOffset=0]
+   * @param {object} [options] none are defined yet; unknown ones are refused
    */
-  constructor (count, buffer = undefined, byteOffset = 0) {
-    super(buffer, byteOffset, 1, 'CountDownLatch', (i32, handle) => {
+  constructor (count, buffer = undefined, byteOffset = undefined, options = undefined) {
+    super({ type: 'CountDownLatch', words: 1 }, [buffer, byteOffset, options], (i32, handle) => {
       if (handle === undefined) store(i32, 0, readCount(count, 0, MAX, 'CountDownLatch', 'count'))
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)

@@ -40,11 +40,13 @@ class RWLock extends SharedSlot {
   #writeSettled = () => { this.#pendingWrites-- }
 
   /**
-   * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
+   * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
+   *   or one options object { buffer, byteOffset } in place of all three
    * @param {number} [byteOffset=0]
+   * @param {object} [options] none are defined yet; unknown ones are refused
    */
-  constructor (buffer = undefined, byteOffset = 0) {
-    super(buffer, byteOffset, 1, 'RWLock')
+  constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
+    super({ type: 'RWLock', words: 1 }, [buffer, byteOffset, options])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, false, 'write')
     // Read locks have no fast path: the core counts them per thread.

@@ -36,11 +36,13 @@ class Semaphore extends SharedSlot {
 
   /**
    * @param {number} [permits=1] initial permits
-   * @param {SharedArrayBuffer} [buffer] a new 4-byte buffer by default
+   * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
+   *   or one options object { buffer, byteOffset } in place of all three
    * @param {number} [byteOffset=0]
+   * @param {object} [options] none are defined yet; unknown ones are refused
    */
-  constructor (permits = 1, buffer = undefined, byteOffset = 0) {
-    super(buffer, byteOffset, 1, 'Semaphore', (i32, handle) => {
+  constructor (permits = 1, buffer = undefined, byteOffset = undefined, options = undefined) {
+    super({ type: 'Semaphore', words: 1 }, [buffer, byteOffset, options], (i32, handle) => {
       if (handle === undefined) store(i32, 0, readCount(permits, 0, MASK, 'Semaphore', 'permits'))
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)

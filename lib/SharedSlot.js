@@ -10,49 +10,69 @@
 // primitive's own constructor with no arguments while `opening` holds the
 // handle; the slot then comes from the handle, and `setup` learns that it
 // opens rather than creates. No public parameter carries that difference.
+//
+// Where the slot is may be given in two ways, read by readSlotArgs
+// (lib/validate.js): positionally, `(buffer, byteOffset, options)`, or as
+// one options object `{ buffer, byteOffset, ...own options }`, which is
+// what users of other lock libraries write first (`new AsyncLock({ fifo:
+// true })`).
+//
+// A handle names the primitive it describes (`type`), and from() refuses a
+// handle of another kind: a semaphore's word opened as a lock would corrupt
+// both. The type lives only in the handle, not in the shared memory, so
+// zeroed memory stays a free lock of whatever kind opens it.
 
-const { validateSlot, readHandle } = require('./validate')
+const { readSlotArgs, readHandle, validateSlot, aName } = require('./validate')
 
 // { handle, buffer, byteOffset } of the handle that from() is opening, for
 // the one constructor call it makes.
 let opening = null
 
 class SharedSlot {
+  #type
   #buffer
   #byteOffset
 
   /**
-   * @param {SharedArrayBuffer} [buffer] a new zeroed one of `words` Int32s
-   *   when undefined
-   * @param {number} byteOffset a multiple of 4
-   * @param {number} words how many Int32s the primitive uses
-   * @param {string} where the primitive's name, for error messages
-   * @param {(i32: Int32Array, handle: object | undefined) => void} [setup]
+   * @param {{ type: string, words: number, keys?: string[] }} slot the
+   *   primitive's name (for its handles and error messages), how many
+   *   Int32s it uses, and the names of its own options
+   * @param {Array} args the constructor's `[buffer, byteOffset, options]`
+   *   as given (the first may be the options object)
+   * @param {(i32: Int32Array, handle: object | undefined, options: object) => void} [setup]
    *   runs once the slot is valid, with the handle when from() opens it
-   *   (write nothing then) and undefined when the constructor creates it
+   *   (write nothing then) and undefined when the constructor creates it;
+   *   `options` holds the own options given to the constructor ({} when
+   *   opening)
    */
-  constructor (buffer, byteOffset, words, where, setup) {
+  constructor (slot, args, setup) {
+    const { type, words } = slot
     const open = opening
     opening = null
+    let buffer, byteOffset, options
     if (open !== null) {
       ({ buffer, byteOffset } = open)
-      validateSlot(buffer, byteOffset, 4 * words, `${where}.from`)
-    } else if (buffer === undefined) {
-      buffer = new SharedArrayBuffer(4 * words)
-    } else {
+      const where = `${type}.from`
+      if (open.type !== undefined && open.type !== type) {
+        throw new TypeError(`${where}: the handle describes ${aName(open.type)}, not ${aName(type)}`)
+      }
       validateSlot(buffer, byteOffset, 4 * words, where)
+      options = {}
+    } else {
+      ({ buffer, byteOffset, options } = readSlotArgs(args, words, slot.keys || [], type))
     }
+    this.#type = type
     this.#buffer = buffer
     this.#byteOffset = byteOffset
     if (setup !== undefined) {
-      setup(new Int32Array(buffer, byteOffset, words), open === null ? undefined : open.handle)
+      setup(new Int32Array(buffer, byteOffset, words), open === null ? undefined : open.handle, options)
     }
   }
 
   /** Opens the primitive that `handle` describes, e.g. one posted to a worker. */
   static from (handle) {
-    const { buffer, byteOffset } = readHandle(handle, `${this.name}.from`)
-    opening = { handle, buffer, byteOffset }
+    const { type, buffer, byteOffset } = readHandle(handle, `${this.name}.from`)
+    opening = { handle, type, buffer, byteOffset }
     try {
       return new this()
     } finally {
@@ -61,7 +81,7 @@ class SharedSlot {
   }
 
   /** A structured-clonable description of the primitive. */
-  get handle () { return { buffer: this.#buffer, byteOffset: this.#byteOffset } }
+  get handle () { return { type: this.#type, buffer: this.#buffer, byteOffset: this.#byteOffset } }
   get buffer () { return this.#buffer }
   get byteOffset () { return this.#byteOffset }
 }

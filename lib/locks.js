@@ -8,7 +8,7 @@
 // while holding a named lock releases it, so the next request is granted.
 
 const native = require('./native')
-const { parseRequest } = require('./requestOptions')
+const { parseRequest, requestTimer, timeoutRequestError } = require('./requestOptions')
 const { Lock, createLock } = require('./Lock')
 
 // Phases of the native table (src/names.h).
@@ -127,18 +127,31 @@ class LockManager {
       const entry = { reject, started: false }
       requests.set(id, entry)
       let onAbort
+      // Whether the timeout ran out (or the signal aborted) first.
+      let given = false
+      // Web Locks "signal to abort the request": the request leaves the
+      // queue (if still there) and rejects with the abort reason. If it was
+      // granted already, its callback will not run and the lock is released
+      // at that point (below). A timeout that runs out does the same with a
+      // LockError ETIMEDOUT; a lock granted within request() has none.
+      const giveUp = (reason) => {
+        given = true
+        stopTimer()
+        if (signal !== undefined) signal.removeEventListener('abort', onAbort)
+        if (native.namedCancel(token)) requests.delete(id)
+        reject(reason)
+      }
+      const stopTimer = phase === QUEUED ? requestTimer(r.timeout, () => giveUp(timeoutRequestError(r))) : () => {}
       if (signal !== undefined) {
-        // Web Locks "signal to abort the request": the request leaves the
-        // queue (if still there) and rejects with the abort reason. If it
-        // was granted already, its callback will not run and the lock is
-        // released at that point (below).
-        onAbort = () => {
-          if (native.namedCancel(token)) requests.delete(id)
-          reject(signal.reason)
-        }
+        onAbort = () => giveUp(signal.reason)
         signal.addEventListener('abort', onAbort, { once: true })
       }
       const onGrant = (ok) => {
+        stopTimer()
+        if (given) {
+          if (ok) release(id, token)
+          return
+        }
         if (signal !== undefined) {
           signal.removeEventListener('abort', onAbort)
           // Web Locks "process the lock request queue": a lock granted to

@@ -38,13 +38,81 @@ function validateSlot (buffer, byteOffset, bytes, where) {
   }
 }
 
-/** The `{ buffer, byteOffset = 0 }` of a handle given to a static from(). */
+/** "a Semaphore", "an AsyncLock", "an RWLock": a primitive's name in a sentence. */
+function aName (name) {
+  return `${/^(?:[AEIOU]|RW)/.test(name) ? 'an' : 'a'} ${name}`
+}
+
+/**
+ * The `{ type, buffer, byteOffset = 0 }` of a handle given to a static
+ * from(). A handle written by hand may leave out `type`; one that names a
+ * type is opened only as that type (lib/SharedSlot.js).
+ */
 function readHandle (handle, where) {
   if (handle === null || typeof handle !== 'object') {
-    throw new TypeError(`${where}: handle must be an object { buffer, byteOffset }, received ${describe(handle)}`)
+    throw new TypeError(`${where}: handle must be an object { type, buffer, byteOffset }, received ${describe(handle)}`)
   }
-  const { buffer, byteOffset = 0 } = handle
-  return { buffer, byteOffset }
+  const { type, buffer, byteOffset = 0 } = handle
+  if (type !== undefined && typeof type !== 'string') {
+    throw new TypeError(`${where}: handle.type must be the name of a primitive, received ${describe(type)}`)
+  }
+  return { type, buffer, byteOffset }
+}
+
+/** Whether `value` is an object literal (or one without a prototype). */
+function isPlainObject (value) {
+  if (value === null || typeof value !== 'object') return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/** Refuses every own key of `options` that is not in `known`. */
+function checkKeys (options, known, where) {
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue
+    if (key === 'type') {
+      throw new TypeError(`${where}: options.type is not an option; to open a handle, call ${where}.from(handle)`)
+    }
+    const list = known.length === 0 ? 'there are none here' : `known: ${known.join(', ')}`
+    throw new TypeError(`${where}: unknown option '${key}' (${list})`)
+  }
+}
+
+/**
+ * Where a primitive's constructor puts its slot of `words` Int32s, from its
+ * trailing arguments `[buffer, byteOffset, options]` as given. Either
+ * positional, `(buffer = new, byteOffset = 0, options)` with only the
+ * primitive's own option `keys` in `options`, or one options object
+ * `{ buffer, byteOffset, ...own }` alone, told apart by the first: a plain
+ * object is the options. A missing buffer is allocated, zeroed. Returns
+ * `{ buffer, byteOffset, options }`, with {} for no options.
+ */
+function readSlotArgs (args, words, keys, where) {
+  const [first, second, third] = args
+  let buffer, byteOffset, options
+  if (isPlainObject(first)) {
+    if (second !== undefined || third !== undefined) {
+      throw new TypeError(`${where}: an options object must be the last argument, received ${describe(second !== undefined ? second : third)} after it`)
+    }
+    checkKeys(first, ['buffer', 'byteOffset', ...keys], where)
+    options = first
+    ;({ buffer, byteOffset } = first)
+    if (buffer !== undefined && !types.isSharedArrayBuffer(buffer)) {
+      throw new TypeError(`${where}: options.buffer must be a SharedArrayBuffer, received ${describe(buffer)}`)
+    }
+  } else {
+    buffer = first
+    byteOffset = second
+    if (buffer !== undefined && !types.isSharedArrayBuffer(buffer)) {
+      throw new TypeError(`${where}: buffer must be a SharedArrayBuffer (or pass one options object), received ${describe(buffer)}`)
+    }
+    options = readObject(third, where)
+    checkKeys(options, keys, where)
+  }
+  if (byteOffset === undefined) byteOffset = 0
+  if (buffer === undefined) buffer = new SharedArrayBuffer(4 * words)
+  validateSlot(buffer, byteOffset, 4 * words, where)
+  return { buffer, byteOffset, options }
 }
 
 /** An integer count from `min` to `max`, named `name` in messages. */
@@ -125,6 +193,8 @@ module.exports = {
   describe,
   validateSlot,
   readHandle,
+  readSlotArgs,
+  aName,
   readCount,
   readTimeout,
   readObject,

@@ -50,7 +50,7 @@ describe('AsyncLock (one thread)', () => {
       const sab = new SharedArrayBuffer(8)
       const lock = track(new AsyncLock(sab, 4))
       const handle = lock.handle
-      assert.deepStrictEqual(Object.keys(handle).sort(), ['buffer', 'byteOffset', 'fifo'])
+      assert.deepStrictEqual(Object.keys(handle).sort(), ['buffer', 'byteOffset', 'fifo', 'type'])
       assert.strictEqual(handle.buffer, sab)
       assert.strictEqual(handle.byteOffset, 4)
       assert.strictEqual(handle.fifo, false)

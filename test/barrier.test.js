@@ -32,7 +32,7 @@ describe('Barrier (one thread)', () => {
     words.fill(-1)
     const c = new Barrier(2, sab, 8)
     assert.deepStrictEqual([...words], [-1, -1, 2, 0])
-    assert.deepStrictEqual(c.handle, { buffer: sab, byteOffset: 8 })
+    assert.deepStrictEqual(c.handle, { type: 'Barrier', buffer: sab, byteOffset: 8 })
   })
 
   it('a barrier of one party completes a phase at every arrival; the phase number wraps at 65536', async () => {

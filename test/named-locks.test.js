@@ -10,7 +10,7 @@ const assert = require('assert')
 const path = require('path')
 const { execFile } = require('child_process')
 const { threadId } = require('worker_threads')
-const { locks, Lock } = require('..')
+const { locks, Lock, LockError } = require('..')
 const { binding } = require('../lib/native')
 const { outcome, deferred } = require('./fixtures/named-locks-harness')
 const { within, until, sleep, promised } = require('./fixtures/threads')
@@ -213,11 +213,11 @@ describe('named locks (one thread)', function () {
       }
       const all = traced({ mode: 'shared', ifAvailable: false, steal: false, signal: new AbortController().signal, ref: true })
       assert.strictEqual(await locks.request(name, all.proxy, (lock) => lock.mode), 'shared')
-      assert.deepStrictEqual(all.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      assert.deepStrictEqual(all.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal', 'timeout'])
       // Absent members are read all the same, and getters run once each.
       const empty = traced({})
       assert.strictEqual(await locks.request(name, empty.proxy, (lock) => lock.mode), 'exclusive')
-      assert.deepStrictEqual(empty.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      assert.deepStrictEqual(empty.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal', 'timeout'])
       // A member that does not convert ends the reading: the later ones are
       // never read.
       const badMode = traced({ mode: 'bogus', steal: true })
@@ -230,11 +230,11 @@ describe('named locks (one thread)', function () {
       // combination is reported only once every member was read.
       const combo = traced({ steal: true, ifAvailable: true })
       await rejectsWith(locks.request(name, combo.proxy, () => {}), (e) => assertDOMException(e, 'NotSupportedError'))
-      assert.deepStrictEqual(combo.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      assert.deepStrictEqual(combo.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal', 'timeout'])
       // The options are converted before the callback, as the arguments come.
       const beforeCallback = traced({})
       await rejectsWith(locks.request(name, beforeCallback.proxy, 'not a function'), isTypeError)
-      assert.deepStrictEqual(beforeCallback.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal'])
+      assert.deepStrictEqual(beforeCallback.reads, ['ifAvailable', 'mode', 'ref', 'signal', 'steal', 'timeout'])
     })
 
     it('null and undefined options read nothing, an object reads through its prototype', async () => {
@@ -853,6 +853,114 @@ describe('named locks (one thread)', function () {
       const c3 = new AbortController()
       assert.strictEqual(await locks.request(name, { signal: c3.signal }, () => 'done'), 'done')
       c3.abort()
+    })
+  })
+
+  // threadlock's addition: Web Locks has only the signal.
+  describe('timeout', function () {
+    function isTimeout (name, ms) {
+      return (err) => {
+        assert.ok(err instanceof LockError, `expected a LockError, got ${err && err.stack}`)
+        assert.strictEqual(err.code, 'ETIMEDOUT')
+        assert.strictEqual(err.message, `LockManager.request: lock ${JSON.stringify(name)}: not acquired within ${ms} ms`)
+      }
+    }
+
+    it('a queued request rejects with LockError ETIMEDOUT once it has waited that long, and leaves the queue', async () => {
+      const name = unique('timeout-queued')
+      const h = hold(name)
+      await h.granted
+      let ran = false
+      const t0 = Date.now()
+      const p = locks.request(name, { timeout: 40 }, () => { ran = true })
+      const after = hold(name, { mode: 'shared' })
+      assert.deepStrictEqual(await stateOf(name), { held: ['exclusive'], pending: ['exclusive', 'shared'] })
+      await rejectsWith(p, isTimeout(name, 40))
+      assert.ok(Date.now() - t0 >= 30, 'rejected before its timeout')
+      assert.deepStrictEqual(await stateOf(name), { held: ['exclusive'], pending: ['shared'] })
+      h.release()
+      await after.granted
+      after.release()
+      await Promise.all([h.settled, after.settled])
+      assert.strictEqual(ran, false)
+      assert.deepStrictEqual(await stateOf(name), { held: [], pending: [] })
+    })
+
+    it('a timed-out exclusive request lets the shared requests queued behind it in', async () => {
+      const name = unique('timeout-unblocks')
+      const s1 = hold(name, { mode: 'shared' })
+      await s1.granted
+      const e = locks.request(name, { timeout: 20 }, () => {})
+      const s2 = hold(name, { mode: 'shared' })
+      await rejectsWith(e, isTimeout(name, 20))
+      await s2.granted
+      assert.deepStrictEqual(await stateOf(name), { held: ['shared', 'shared'], pending: [] })
+      s1.release()
+      s2.release()
+      await Promise.all([s1.settled, s2.settled])
+    })
+
+    it('a request granted in time runs, and the timeout does not cut its callback short', async () => {
+      const name = unique('timeout-in-time')
+      assert.strictEqual(await locks.request(name, { timeout: 0 }, (lock) => lock.name), name)
+      const result = await locks.request(name, { timeout: 10 }, async () => {
+        await sleep(40)
+        return 'kept'
+      })
+      assert.strictEqual(result, 'kept')
+      const h = hold(name)
+      await h.granted
+      const p = locks.request(name, { timeout: 5000 }, () => 'second')
+      h.release()
+      assert.strictEqual(await within(p, 5000, 'the queued request'), 'second')
+      await h.settled
+    })
+
+    it('a timeout beyond 2^31 - 1 ms does not fire early', async () => {
+      const name = unique('timeout-long')
+      const h = hold(name)
+      await h.granted
+      let settled = false
+      const p = locks.request(name, { timeout: 2 ** 31 + 1000 }, () => 'late')
+      p.then(() => { settled = true }, () => { settled = true })
+      await sleep(50)
+      assert.strictEqual(settled, false)
+      h.release()
+      assert.strictEqual(await within(p, 5000, 'the long-timeout request'), 'late')
+      await h.settled
+    })
+
+    it('whichever of the signal and the timeout comes first ends the request', async () => {
+      const name = unique('timeout-signal')
+      const h = hold(name)
+      await h.granted
+      const c = new AbortController()
+      const reason = new Error('aborted first')
+      const p1 = outcome(locks.request(name, { signal: c.signal, timeout: 5000 }, () => {}))
+      c.abort(reason)
+      assert.strictEqual((await p1).error, reason)
+      const p2 = locks.request(name, { signal: new AbortController().signal, timeout: 10 }, () => {})
+      await rejectsWith(p2, isTimeout(name, 10))
+      h.release()
+      await h.settled
+      assert.deepStrictEqual(await stateOf(name), { held: [], pending: [] })
+    })
+
+    it('must be a number >= 0, and cannot be combined with steal or ifAvailable', async () => {
+      for (const bad of ['10', null, {}, 10n, true]) {
+        await rejectsWith(locks.request('n', { timeout: bad }, () => {}), isTypeError)
+      }
+      for (const bad of [-1, NaN, -Infinity]) {
+        await rejectsWith(locks.request('n', { timeout: bad }, () => {}), (e) => assert.ok(e instanceof RangeError, e.stack))
+      }
+      for (const combo of [{ steal: true }, { ifAvailable: true }]) {
+        await rejectsWith(locks.request('n', { ...combo, timeout: 10 }, () => {}), (e) => {
+          assertDOMException(e, 'NotSupportedError')
+          assert.strictEqual(e.message, 'LockManager.request: timeout cannot be combined with steal or ifAvailable')
+        })
+      }
+      // Infinity is no limit, as everywhere in threadlock.
+      assert.strictEqual(await locks.request(unique('timeout-infinity'), { timeout: Infinity }, () => 1), 1)
     })
   })
 

@@ -46,6 +46,9 @@ const badCalls = [
   ...['string', 12.34, false, {}, fn, null, Symbol('s'), new AbortController()].map((bad) =>
     [`signal ${typeof bad}`, ['n', { signal: bad }, fn]]),
   ...['yes', 1, null, {}].map((bad) => [`ref ${String(bad)}`, ['n', { ref: bad }, fn]]),
+  ...['10', null, {}, 10n, -1, NaN, -Infinity].map((bad) => [`timeout ${String(bad)}`, ['n', { timeout: bad }, fn]]),
+  ['timeout with ifAvailable', ['n', { ifAvailable: true, timeout: 10 }, fn]],
+  ['timeout with steal', ['n', { steal: true, timeout: 10 }, fn]],
   ...['-', '-x', '--'].map((name) => [`reserved name ${name}`, [name, fn]]),
   ['reserved name with ifAvailable', ['-x', { ifAvailable: true }, fn]],
   ['steal with ifAvailable', ['n', { steal: true, ifAvailable: true }, fn]],

@@ -9,7 +9,7 @@
 
 const assert = require('assert')
 const pg = require('pg')
-const { createLockManager, Lock } = require('../postgres')
+const { createLockManager, Lock, LockError } = require('../postgres')
 const { config, needServer, unique, serverLocks, leftovers } = require('./fixtures/pg-env')
 const { within, until, sleep } = require('./fixtures/threads')
 const { outcome, deferred } = require('./fixtures/named-locks-harness')
@@ -267,6 +267,72 @@ describe('threadlock/postgres in one process', function () {
         return 'kept'
       })
       assert.strictEqual(v, 'kept')
+    })
+  })
+
+  // threadlock's addition, as in threadlock.locks: Web Locks has only the
+  // signal.
+  describe('timeout', function () {
+    function assertTimeout (err, name, ms) {
+      assert.ok(err instanceof LockError, `expected a LockError, got ${err && err.stack}`)
+      assert.strictEqual(err.code, 'ETIMEDOUT')
+      assert.strictEqual(err.message, `LockManager.request: lock ${JSON.stringify(name)}: not acquired within ${ms} ms`)
+    }
+
+    it('is the LockError of threadlock', () => {
+      assert.strictEqual(LockError, require('..').LockError)
+    })
+
+    it('a request waiting on the server rejects with LockError ETIMEDOUT, and its wait there is cancelled', async () => {
+      const name = unique('timeout')
+      const h = hold(b, name)
+      await h.granted
+      let ran = false
+      const t0 = Date.now()
+      const w = outcome(a.request(name, { timeout: 300 }, () => { ran = true }))
+      await serverWaiters(name, 1)
+      assertTimeout((await within(w, 10000, 'the timed-out request settled')).error, name, 300)
+      assert.ok(Date.now() - t0 >= 250, 'rejected before its timeout')
+      await serverWaiters(name, 0, 3000)
+      h.release()
+      await h.settled
+      assert.strictEqual(await available(b, name), true)
+      assert.strictEqual(ran, false)
+    })
+
+    it('a request waiting behind an earlier request of the same manager times out there and leaves the queue', async () => {
+      const name = unique('timeout-local')
+      const h = hold(a, name)
+      await h.granted
+      // `next` waits on the server, the request with a timeout behind it here.
+      const next = hold(a, name)
+      await serverWaiters(name, 1)
+      const w = outcome(a.request(name, { timeout: 200 }, () => 'ran'))
+      const before = await a.query()
+      assert.deepStrictEqual(before.pending.filter((l) => l.name === name).map((l) => l.clientId !== 'local'), [true, false])
+      assertTimeout((await within(w, 10000, 'the timed-out request settled')).error, name, 200)
+      const { pending } = await a.query()
+      assert.deepStrictEqual(pending.filter((l) => l.name === name).map((l) => l.clientId !== 'local'), [true])
+      h.release()
+      await next.granted
+      next.release()
+      await Promise.all([h.settled, next.settled])
+    })
+
+    it('a request granted in time runs its callback to the end', async () => {
+      const name = unique('timeout-in-time')
+      const v = await a.request(name, { timeout: 100 }, async () => {
+        await sleep(250)
+        return 'kept'
+      })
+      assert.strictEqual(v, 'kept')
+      const h = hold(b, name)
+      await h.granted
+      const w = a.request(name, { timeout: 10000 }, () => 'second')
+      await serverWaiters(name, 1)
+      h.release()
+      assert.strictEqual(await within(w, 10000, 'the queued request'), 'second')
+      await h.settled
     })
   })
 

@@ -5,13 +5,15 @@
 // while it is down fail with ECONNECT, and afterwards nothing is locked and
 // new requests are granted. Stopping the cluster is allowed only where
 // THREADLOCK_PG_RESTART=1 says so (.ci/run does, for the cluster it started,
-// named by THREADLOCK_PG_CLUSTER as "<version> <name>").
+// named by THREADLOCK_PG_CLUSTER as "<version> <name>"). Where the server
+// tests are required (CI or THREADLOCK_PG_REQUIRED=1), a run that may not
+// restart the cluster fails instead of skipping.
 
 const assert = require('assert')
 const { execFileSync } = require('child_process')
 const pg = require('pg')
 const { createLockManager, SessionError } = require('../postgres')
-const { config, needServer, unique, leftovers } = require('./fixtures/pg-env')
+const { config, needServer, unique, leftovers, REQUIRED } = require('./fixtures/pg-env')
 const { within } = require('./fixtures/threads')
 const { deferred, outcome } = require('./fixtures/named-locks-harness')
 
@@ -28,6 +30,9 @@ describe('threadlock/postgres: a server restart in the middle', function () {
   before(needServer())
   before(function () {
     if (!ALLOWED || CLUSTER.length !== 2) {
+      if (REQUIRED) {
+        throw new Error('the server restart test is required here (CI or THREADLOCK_PG_REQUIRED is set) but may not run: set THREADLOCK_PG_RESTART=1 and THREADLOCK_PG_CLUSTER="<version> <name>" (.ci/run does)')
+      }
       process.stderr.write('\n  !!! SKIPPING the server restart test: set THREADLOCK_PG_RESTART=1 and THREADLOCK_PG_CLUSTER="<version> <name>" to allow it to restart that cluster !!!\n\n')
       this.skip()
     }

@@ -34,7 +34,7 @@ describe('Semaphore (one thread)', () => {
     const words = new Int32Array(sab)
     const s = new Semaphore(5, sab, 8)
     assert.deepStrictEqual([...words], [0, 0, 5])
-    assert.deepStrictEqual(s.handle, { buffer: sab, byteOffset: 8 })
+    assert.deepStrictEqual(s.handle, { type: 'Semaphore', buffer: sab, byteOffset: 8 })
   })
 
   it('from(handle) opens the same count without resetting it, also after structured cloning', () => {

@@ -1,12 +1,16 @@
 'use strict'
 
-// The package's type declarations compile in a consumer project with no
-// @types/node and no DOM library, and accept the AbortSignal of Node's types
-// and of the DOM's. Each consumer in test/types/ is compiled by tsc in a
-// temporary project outside this checkout, where the package is installed
-// as node_modules/threadlock, so that nothing of this repository's
+// The type declarations of every entry point compile in a consumer project
+// with no @types/node and no DOM library, and accept the AbortSignal of
+// Node's types and of the DOM's. Each consumer in test/types/ is compiled by
+// tsc in a temporary project outside this checkout, where the package is
+// installed as node_modules/threadlock, so that nothing of this repository's
 // node_modules (its @types in particular) is visible unless a case asks for
 // it.
+//
+// The entry points come from package.json's "exports": each one needs its
+// two consumers, test/types/<name>.cts and <name>.mts (CommonJS and ES
+// module), named in ENTRIES; an entry point without them fails the test.
 
 const assert = require('assert')
 const { spawnSync } = require('child_process')
@@ -22,8 +26,23 @@ const tsc = path.join(path.dirname(require.resolve('@tsd/typescript/package.json
   paths: [path.dirname(require.resolve('tsd'))]
 })), 'typescript', 'bin', 'tsc')
 
+const pkgJson = require('../package.json')
+
+// The consumers of each entry point, by subpath.
+const ENTRIES = {
+  '.': 'index',
+  './postgres': 'postgres',
+  './host': 'host'
+}
+
+// The subpaths of package.json's "exports" that have types, with their
+// declaration files.
+const exported = Object.entries(pkgJson.exports)
+  .filter(([, target]) => typeof target === 'object')
+  .map(([subpath, target]) => ({ subpath, types: [target.require.types, target.import.types] }))
+
 // The package's type files, as package.json's "files" ships them.
-const typeFiles = ['package.json', 'index.d.ts', 'index.d.mts', 'host.d.ts', 'host.d.mts']
+const typeFiles = ['package.json', ...exported.flatMap((e) => e.types)]
 
 describe('types', () => {
   let dir
@@ -64,37 +83,51 @@ describe('types', () => {
     return { status: r.status, output: (r.stdout + r.stderr).trim() }
   }
 
-  it('compiles a consumer with "types": [], lib es2022 and no @types visible', function () {
-    this.timeout(60000)
-    // No @types directory anywhere above the project, or the check would
-    // prove less than it claims.
-    for (let d = dir; ; d = path.dirname(d)) {
-      assert.ok(!fs.existsSync(path.join(d, 'node_modules', '@types')), `${d}/node_modules/@types exists`)
-      if (path.dirname(d) === d) break
+  it('has consumers for every entry point of package.json', () => {
+    assert.deepStrictEqual(exported.map((e) => e.subpath).sort(), Object.keys(ENTRIES).sort())
+    for (const name of Object.values(ENTRIES)) {
+      for (const ext of ['cts', 'mts']) assert.ok(fs.existsSync(path.join(__dirname, 'types', `${name}.${ext}`)), `test/types/${name}.${ext}`)
     }
-    const r = compile('standalone', ['standalone.cts', 'standalone.mts', 'host.cts', 'host.mts'], {
-      lib: ['es2022'],
-      types: [],
-      typeRoots: ['./no-types']
-    })
-    assert.deepStrictEqual(r, { status: 0, output: '' })
   })
 
-  it('fails that compilation when the declarations name a global of the DOM or of Node', function () {
-    this.timeout(60000)
-    // The same consumer against declarations that name AbortSignal, as they
-    // did before: the check must catch it.
-    const pkg = path.join(dir, 'node_modules', 'threadlock', 'index.d.ts')
-    const good = fs.readFileSync(pkg, 'utf8')
-    try {
-      fs.writeFileSync(pkg, good.replace(/signal\?: AbortSignalLike/g, 'signal?: AbortSignal'))
-      const r = compile('control', ['standalone.cts'], { lib: ['es2022'], types: [], typeRoots: ['./no-types'] })
-      assert.strictEqual(r.status, 2)
-      assert.match(r.output, /index\.d\.ts\(\d+,\d+\): error TS2304: Cannot find name 'AbortSignal'/)
-    } finally {
-      fs.writeFileSync(pkg, good)
-    }
-  })
+  const standalone = { lib: ['es2022'], types: [], typeRoots: ['./no-types'] }
+
+  for (const e of exported) {
+    const name = ENTRIES[e.subpath]
+    const entry = path.posix.join('threadlock', e.subpath)
+
+    it(`${entry}: compiles its consumers with "types": [], lib es2022 and no @types visible`, function () {
+      this.timeout(60000)
+      assert.ok(name, `no consumers for ${e.subpath}`)
+      // No @types directory anywhere above the project, or the check would
+      // prove less than it claims.
+      for (let d = dir; ; d = path.dirname(d)) {
+        assert.ok(!fs.existsSync(path.join(d, 'node_modules', '@types')), `${d}/node_modules/@types exists`)
+        if (path.dirname(d) === d) break
+      }
+      const r = compile(`standalone-${name}`, [`${name}.cts`, `${name}.mts`], standalone)
+      assert.deepStrictEqual(r, { status: 0, output: '' })
+    })
+
+    it(`${entry}: fails that compilation when its declarations name a global of the DOM or of Node`, function () {
+      this.timeout(60000)
+      // The same consumer against declarations that name AbortSignal, as
+      // they once did: the check must catch it.
+      const file = e.types[0].replace(/^\.\//, '')
+      const pkg = path.join(dir, 'node_modules', 'threadlock', file)
+      const good = fs.readFileSync(pkg, 'utf8')
+      const bad = good.replace(/signal\?: AbortSignalLike/g, 'signal?: AbortSignal')
+      assert.notStrictEqual(bad, good, `${file} has no signal option to break`)
+      try {
+        fs.writeFileSync(pkg, bad)
+        const r = compile(`control-${name}`, [`${name}.cts`], standalone)
+        assert.strictEqual(r.status, 2)
+        assert.match(r.output, new RegExp(`${file.replace('.', '\\.')}\\(\\d+,\\d+\\): error TS2304: Cannot find name 'AbortSignal'`))
+      } finally {
+        fs.writeFileSync(pkg, good)
+      }
+    })
+  }
 
   it("accepts the AbortSignal of @types/node", function () {
     this.timeout(60000)

@@ -10,6 +10,7 @@
 // queue decides, and it is first come, first served.
 
 const { parseRequest } = require('./options')
+const { requestTimer, timeoutRequestError } = require('../requestOptions')
 const { SessionError, codes, endsSession } = require('./errors')
 const { SQL } = require('./advisory')
 const { Session } = require('./session')
@@ -62,9 +63,12 @@ class LockManager {
     return new Promise((resolve, reject) => {
       const e = { ...r, state: LOCAL, done: false, resolve, reject, session: null, running: null }
       if (r.signal !== undefined) {
-        e.onAbort = () => this.#abort(e)
+        e.onAbort = () => this.#abort(e, r.signal.reason)
         r.signal.addEventListener('abort', e.onAbort, { once: true })
       }
+      // The timeout runs from the request until the lock is held, through
+      // every wait: here, for a session, and on the server.
+      e.stopTimer = requestTimer(r.timeout, () => this.#abort(e, timeoutRequestError(r)))
       queue.push(e)
       this.#queues.set(r.name, queue)
       this.#pump(r.name)
@@ -121,6 +125,7 @@ class LockManager {
   // Takes `e` out of its queue; the next request of its name may start.
   #retire (e) {
     e.done = true
+    e.stopTimer()
     if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
     const queue = this.#queues.get(e.name)
     const i = queue === undefined ? -1 : queue.indexOf(e)
@@ -130,13 +135,14 @@ class LockManager {
 
   // Web Locks "signal to abort the request": the request rejects at once
   // with the reason and leaves every queue. A lock statement still running
-  // on the server is cancelled there, by #run.
-  #abort (e) {
+  // on the server is cancelled there, by #run. A timeout that runs out
+  // does the same with its LockError.
+  #abort (e, reason) {
     if (e.done) return
     const session = e.session
     const running = e.running
     this.#retire(e)
-    e.reject(e.signal.reason)
+    e.reject(reason)
     if (e.ticket !== undefined) e.ticket.withdraw()
     if (running !== null && e.state === WAITING) e.cancelled = session.cancel(running)
   }
@@ -174,6 +180,7 @@ class LockManager {
       const token = await this.names.fence(e.session.client, key)
       if (e.done) return
       e.state = HELD
+      e.stopTimer()
       if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
       this.#pump(e.name)
       const outcome = await run(e.callback, createLock(e.name, e.mode, token, e.session.lost))

@@ -8,6 +8,9 @@ const { parseManager } = require('./options')
 const { SessionError, codes } = require('./errors')
 const { LockManager } = require('./LockManager')
 const { Lock } = require('./Lock')
+// A request's timeout rejects with the LockError ETIMEDOUT of threadlock's
+// primitives (lib/errors.js loads no addon).
+const { LockError } = require('../errors')
 
 function loadPg () {
   try {
@@ -50,4 +53,4 @@ function createLockManager (poolOrConfig, options) {
   return new LockManager(pg, pool, ownPool, settings)
 }
 
-module.exports = { createLockManager, LockManager, Lock, SessionError, codes }
+module.exports = { createLockManager, LockManager, Lock, SessionError, LockError, codes }
