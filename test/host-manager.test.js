@@ -72,6 +72,21 @@ describe('threadlock/host in one process', function () {
     assert.ok(token > held.token)
   })
 
+  it('request() with a timeout rejects ETIMEDOUT and leaves the queue, as threadlock.locks does', async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    const held = a.requestSync('t')
+    const t0 = Date.now()
+    await assert.rejects(b.request('t', { timeout: 50 }, () => 'never'),
+      (err) => err instanceof LockError && err.code === 'ETIMEDOUT' && /LockManager\.request/.test(err.message))
+    assert.ok(Date.now() - t0 >= 45, 'rejected before its timeout')
+    assert.deepStrictEqual((await b.query()).pending.filter((p) => p.name === 't'), [])
+    held.release()
+    assert.strictEqual(await within(b.request('t', { timeout: 5000 }, () => 'got it'), 5000, 'b granted'), 'got it')
+    await a.close()
+    await b.close()
+  })
+
   it('close() rejects waiting requests, aborts held locks and frees everything in the table', async () => {
     const a = createLockManager({ path: dir })
     const b = createLockManager({ path: dir })

@@ -10,6 +10,7 @@
 
 const native = require('../native')
 const { parseRequest, parseSyncRequest } = require('./options')
+const { requestTimer, timeoutRequestError } = require('../requestOptions')
 const { HostError, codes } = require('./errors')
 const { isMainThread } = require('worker_threads')
 const { LockError, codes: lockCodes, timeoutError, deadlockError, interrupted } = require('../errors')
@@ -90,17 +91,20 @@ class LockManager {
       }
       if (r.ref) this.#ref(1)
       e.counted = r.ref
+      // Leaves the queue (if it is still there) and rejects with `err`.
+      const giveUp = (err) => {
+        if (e.state !== 'waiting') return
+        this.#forget(e)
+        native.hostRelease(this.#handle, node)
+        reject(err)
+      }
       if (signal !== undefined) {
-        // Web Locks "signal to abort the request": the request leaves the
-        // queue (if it is still there) and rejects with the abort reason.
-        e.onAbort = () => {
-          if (e.state !== 'waiting') return
-          this.#forget(e)
-          native.hostRelease(this.#handle, node)
-          reject(signal.reason)
-        }
+        // Web Locks "signal to abort the request": rejects with the reason.
+        e.onAbort = () => giveUp(signal.reason)
         signal.addEventListener('abort', e.onAbort, { once: true })
       }
+      // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
+      e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
     })
   }
 
@@ -245,6 +249,7 @@ class LockManager {
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
+      if (e.stopTimer) e.stopTimer()
     } else {
       this.#hold(e.r.name, -1)
     }
@@ -257,6 +262,7 @@ class LockManager {
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
+      if (e.stopTimer) e.stopTimer()
     }
     e.state = 'held'
     this.#hold(e.r.name, 1)

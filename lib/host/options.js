@@ -51,17 +51,8 @@ function parseSyncRequest (name, options) {
   }
   // The calling thread is blocked while it waits: nothing could abort it.
   if (r.signal !== undefined) throw notSupported('LockManager.requestSync: signal is not supported (the thread is blocked while it waits); use timeout')
-  let timeout = -1
-  const t = options != null ? options.timeout : undefined
-  if (t !== undefined) {
-    if (typeof t !== 'number') {
-      throw new TypeError(`LockManager.requestSync: options.timeout must be a number of milliseconds, received ${describe(t)}`)
-    }
-    if (Number.isNaN(t) || t < 0) {
-      throw new RangeError(`LockManager.requestSync: options.timeout must be a non-negative number of milliseconds or Infinity, received ${t}`)
-    }
-    timeout = t === Infinity ? -1 : Math.min(Math.ceil(t), Number.MAX_SAFE_INTEGER)
-  }
+  // The shared parser read and checked options.timeout (once).
+  const timeout = r.timeout === Infinity ? -1 : Math.min(Math.ceil(r.timeout), Number.MAX_SAFE_INTEGER)
   checkName(r.name, 'LockManager.requestSync')
   return { ...r, timeout }
 }
