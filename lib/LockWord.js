@@ -12,6 +12,15 @@
 // - everything else asks the core (src/lock.c), which decides under the
 //   word's bucket lock: whom to wake, when to hand the lock over.
 //
+// One shortcut repeats a decision of the core without asking it: every
+// release through the core also tells how long until the oldest queued
+// request will have waited POLICY_STARVING_NS. The oldest request only
+// gets younger as requests leave, so until that moment a release that
+// finds a woken request on its way (LOCK_WOKEN) within the holder's slice
+// is one the core would answer by freeing the word and waking nobody: the
+// holder frees it with one compare-exchange instead. A release that asks
+// to keep the lock for the holder's own next request is kept the same way.
+//
 // The slice: while others wait, the holder counts its releases in a row
 // (each is a grant it took while others waited); once it has made
 // POLICY_SLICE_GRANTS of them, or POLICY_SLICE_NS have passed since the
@@ -54,6 +63,7 @@ class LockWord {
   #mask // the owner field
   #grants = 0 // releases in a row with others waiting: the slice so far
   #sliceEnd = 0 // performance.now() when the slice ends
+  #starvesAt = 0 // performance.now() by which the oldest waiter starves, at the earliest
 
   constructor (i32, fifo, kind = 'lock') {
     this.#i32 = i32
@@ -93,7 +103,10 @@ class LockWord {
       return
     }
     this.checkOwner(v)
-    this.#release(0)
+    const inSlice = this.#inSlice()
+    if (inSlice && (v & (WAITING | this.#kind.died)) === WAITING && this.#noneStarves() &&
+      compareExchange(this.#i32, 0, v, v & ~this.#mask) === v) return
+    this.#release(inSlice ? 0 : HANDOFF)
   }
 
   /**
@@ -105,7 +118,23 @@ class LockWord {
     const v = load(this.#i32, 0)
     this.checkOwner(v)
     if ((v & (WAITING | this.#kind.died)) === 0) return true
-    return this.#release(KEEP) === KEPT
+    const inSlice = this.#inSlice()
+    if (inSlice && (v & this.#kind.died) === 0 && this.#noneStarves()) return true
+    return this.#release(KEEP | (inSlice ? 0 : HANDOFF)) === KEPT
+  }
+
+  // Counts one grant of this thread's slice; false once the slice is over.
+  #inSlice () {
+    if (this.#grants++ === 0) {
+      this.#sliceEnd = performance.now() + SLICE_MS
+      return true
+    }
+    return this.#grants <= SLICE_GRANTS && performance.now() < this.#sliceEnd
+  }
+
+  // Whether the oldest waiter is known not to starve yet (default mode).
+  #noneStarves () {
+    return !this.#fifo && performance.now() < this.#starvesAt
   }
 
   checkOwner (v) {
@@ -122,17 +151,20 @@ class LockWord {
   }
 
   // A release through the core (somebody waits, or the owner-died bit is
-  // set), with this thread's slice: the core hands the lock over when the
-  // slice is over. Returns the core's answer (0, or KEPT for `extra` KEEP).
+  // set): `extra` is LOCK_HANDOFF when the slice is over (a new one starts)
+  // and LOCK_KEEP to keep the lock for this thread's next request. Returns
+  // the core's answer: 0, or KEPT. The glue adds, while a request is still
+  // queued, 16 * (1 + the microseconds until the oldest one starves).
   #release (extra) {
-    let flags = this.#flags | extra
-    if (this.#grants++ === 0) {
-      this.#sliceEnd = performance.now() + SLICE_MS
-    } else if (this.#grants > SLICE_GRANTS || performance.now() >= this.#sliceEnd) {
-      flags |= HANDOFF
-      this.#grants = 0
+    if (extra & HANDOFF) this.#grants = 0
+    let r = gateRelease(this.#i32, 0, this.#kind.gate, this.#flags | extra, this.#kind.where)
+    if (r >= 16) {
+      this.#starvesAt = performance.now() + (Math.floor(r / 16) - 1) / 1000
+      r &= 15
+    } else {
+      this.#starvesAt = 0
     }
-    return gateRelease(this.#i32, 0, this.#kind.gate, flags, this.#kind.where)
+    return r
   }
 }
 

@@ -296,6 +296,18 @@ tl_napi_gate_release(napi_env env, napi_callback_info info)
   TL_GET_ARGS(env, info, 5, argv);
   if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
     return NULL;
+  if (gate == TL_GATE_LOCK || gate == TL_GATE_WRITE) {
+    /* The answer, and how long until the oldest waiter starves, in one
+     * number: r + 16 * (1 + microseconds left) while a request is queued
+     * (lib/LockWord.js decodes it). */
+    int64_t left_ns;
+    r = tl_lock_release_ex(addr, gate, id, amount, &left_ns);
+    if (r >= 0 && left_ns >= 0) {
+      int64_t us = left_ns / 1000;
+      return tl__int(env, r + 16 * (1 + (us < (1 << 24) ? us : (1 << 24))));
+    }
+    return tl__int(env, r);
+  }
   r = tl_gate_release(addr, gate, id, amount);
   if (gate == TL_GATE_READ && r == 0)
     tl__unkeep_ta(env, tl__env(env), argv[0]);

@@ -191,6 +191,31 @@ tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount)
   return r;
 }
 
+int
+tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
+                   int64_t *left_ns)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  tl_waiter_t *first;
+  int r;
+
+  *left_ns = -1;
+  if ((gate != TL_GATE_LOCK && gate != TL_GATE_WRITE) ||
+      !tl__valid_gate(gate, id, flags))
+    return TL_EINVAL;
+  tl_mutex_lock(&b->lock);
+  r = tl__lock_release(b, (_Atomic int32_t *)word, gate, id, flags);
+  first = tl__first_gate_waiter(b, (uintptr_t)word);
+  if (first != NULL) {
+    uint64_t waited = tl_now_ns() - first->since;
+    *left_ns = waited >= TL_POLICY_STARVING_NS
+                   ? 0
+                   : (int64_t)(TL_POLICY_STARVING_NS - waited);
+  }
+  tl_mutex_unlock(&b->lock);
+  return r;
+}
+
 void
 tl_gate_abandon(tl_waiter_t *w)
 {

@@ -216,6 +216,15 @@ int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
                           uint32_t amount);
 int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 
+/* tl_gate_release for a lock or write gate that also tells, in *left_ns,
+ * how long until the oldest request still queued on the word has waited
+ * TL_POLICY_STARVING_NS (0 if it has; -1 if none is queued). The oldest
+ * request only gets younger as requests leave, so until then no release
+ * that finds a woken request on its way must hand the lock over, and the
+ * holder may free the word with a compare-exchange (lib/LockWord.js). */
+int tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
+                       int64_t *left_ns);
+
 /* For an async gate waiter that its settle callback reported while it was
  * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED
  * or OWNER_DIED (it took the lock, or a release handed it over meanwhile), or

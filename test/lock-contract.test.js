@@ -79,12 +79,18 @@ function settled (promise) {
   return state
 }
 
-afterEach(async () => {
-  await Promise.all([...spawned].map((w) => w.terminate()))
-  await cleanup()
-})
+// Each test's workers end with it. The hooks are this file's: a hook at the
+// top level of a file would run after every test of every file in the run
+// (it once terminated the workers that bad-input.test.js keeps all along).
+function endWorkers () {
+  afterEach(async () => {
+    await Promise.all([...spawned].map((w) => w.terminate()))
+    await cleanup()
+  })
+}
 
 describe('a promise-style release releases before the next synchronous statement', function () {
+  endWorkers()
   this.timeout(30000)
 
   // The main thread takes the lock in `form`, posts a probe round while
@@ -185,6 +191,7 @@ describe('a promise-style release releases before the next synchronous statement
 })
 
 describe('an RWLock writer terminated while woken leaves nothing stuck', function () {
+  endWorkers()
   this.timeout(60000)
 
   it('writers hand the lock around, one is terminated at a random moment: the others go on and the lock ends free', async () => {
@@ -217,6 +224,7 @@ describe('an RWLock writer terminated while woken leaves nothing stuck', functio
 })
 
 describe('an abort that lands while a request is woken rejects it and the request leaves the queue', function () {
+  endWorkers()
   this.timeout(30000)
 
   // Each round, while a worker loops on the lock, the main thread makes one
@@ -276,6 +284,7 @@ describe('an abort that lands while a request is woken rejects it and the reques
 })
 
 describe('a waiter that has waited starvationMs gets the lock at the next release, whatever the holder does', function () {
+  endWorkers()
   this.timeout(30000)
 
   // The holder runs critical sections of HOLD ms back to back, far longer
@@ -376,6 +385,7 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
 })
 
 describe('two AsyncLock objects on one lock word in one thread wait for each other, not forever', function () {
+  endWorkers()
   this.timeout(30000)
 
   const pairs = {
@@ -429,6 +439,7 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
 })
 
 describe('acquireWriteSync() throws EDEADLK while the thread\'s own write request is in flight', function () {
+  endWorkers()
   this.timeout(30000)
 
   // A worker holds the write lock (and releases it when `go` says so).
@@ -511,6 +522,7 @@ describe('acquireWriteSync() throws EDEADLK while the thread\'s own write reques
 })
 
 describe('a spent release function never releases another hold', function () {
+  endWorkers()
   this.timeout(30000)
 
   // Each row: how to make the primitive, take it in a worker, and tell
@@ -582,6 +594,7 @@ describe('a spent release function never releases another hold', function () {
 })
 
 describe('timeouts of 2^31 ms or more do not expire early', function () {
+  endWorkers()
   this.timeout(30000)
 
   for (const timeout of [2 ** 31, 2 ** 40]) {
@@ -614,6 +627,7 @@ describe('timeouts of 2^31 ms or more do not expire early', function () {
 })
 
 describe('a terminated reader gives its read lock back: a writer gets the lock, flagged ownerDied', function () {
+  endWorkers()
   this.timeout(30000)
 
   async function deadReader (rw) {
@@ -663,6 +677,7 @@ describe('a terminated reader gives its read lock back: a writer gets the lock, 
 })
 
 describe('a thread\'s own requests are granted in the order it made them', function () {
+  endWorkers()
   this.timeout(30000)
 
   // Each round this thread makes a burst of requests while workers hammer
@@ -795,6 +810,7 @@ describe('a thread\'s own requests are granted in the order it made them', funct
 })
 
 describe('RWLock errors and writer name its own API while the lock is passed between writers', function () {
+  endWorkers()
   this.timeout(30000)
 
   it('releaseWrite() after a promise-style release throws a message starting with RWLock., never AsyncLock.unlock', async () => {

@@ -252,18 +252,20 @@ typedef struct {
   int alive;
   int nops;
   il_op_t ops[IL_MAX_OPS];
-  int pc;            /* the next operation */
-  il_cont_t cont;    /* an operation half done: only it may move next */
-  uint32_t cont_arg; /* the release amount of IL_CONT_RELEASE */
-  il_req_t req;      /* the thread's one request in the core */
-  int req_gate;      /* its gate */
-  int excl;          /* delivered lock or write holds (0 or 1) */
-  int reads;         /* delivered read holds */
-  int req_ticks;     /* il.ticks when its request queued */
-  int permits;       /* semaphore: delivered permits */
-  unsigned req_seq;  /* semaphore: the order in which requests queued */
-  int starve_seen;   /* semaphore: a release came while its request was
-                        first and starving */
+  int pc;              /* the next operation */
+  il_cont_t cont;      /* an operation half done: only it may move next */
+  uint32_t cont_arg;   /* the release amount of IL_CONT_RELEASE */
+  il_req_t req;        /* the thread's one request in the core */
+  int req_gate;        /* its gate */
+  int excl;            /* delivered lock or write holds (0 or 1) */
+  int reads;           /* delivered read holds */
+  int req_ticks;       /* il.ticks when its request queued */
+  int slice_ticks;     /* il.ticks when its slice began; -1: no slice */
+  uint64_t starves_at; /* LockWord #starvesAt, on the checker's clock */
+  int permits;         /* semaphore: delivered permits */
+  unsigned req_seq;    /* semaphore: the order in which requests queued */
+  int starve_seen;     /* semaphore: a release came while its request was
+                          first and starving */
 } il_thread_t;
 
 typedef struct {
@@ -478,6 +480,8 @@ il_woken(const il_thread_t *t)
   return t->req == IL_REQ_SETTLED && atomic_load(&t->w.state) == TL_WOKEN;
 }
 
+static int il_starving(const il_thread_t *t);
+
 /* What a thread holds: its delivered holds and a grant on its way to it. */
 static int
 il_excl_of(const il_thread_t *t)
@@ -594,23 +598,66 @@ il_js_fast_acquire(il_thread_t *t, int gate, int barge)
   return 0;
 }
 
-/* lib/LockWord.js unlock(): the compare-exchange release, only of a word
- * that is exactly the thread's own id. Returns 1 when it freed the word;
- * otherwise 0 and the amount of the core release that must follow (with
- * LOCK_HANDOFF when the thread's slice is over). Readers always release
- * through the core. */
+/* lib/LockWord.js #inSlice: counts a grant of the thread's slice; 0 once
+ * it is over (`slice_over`: the script says so; a tick since the slice
+ * began: POLICY_STARVING_NS is longer than POLICY_SLICE_NS). */
+static int
+il_in_slice(il_thread_t *t, int slice_over)
+{
+  if (t->slice_ticks < 0 && !slice_over) {
+    t->slice_ticks = il.ticks;
+    return 1;
+  }
+  if (!slice_over && t->slice_ticks == il.ticks)
+    return 1;
+  t->slice_ticks = -1;
+  return 0;
+}
+
+/* lib/LockWord.js #noneStarves: the oldest waiter is known not to starve
+ * yet, from what the last core release told (the clock is not advanced). */
+static int
+il_none_starves(const il_thread_t *t)
+{
+  return il_clock < t->starves_at;
+}
+
+/* lib/LockWord.js unlock(): the compare-exchange release of a word that is
+ * exactly the thread's own id; or, within the slice, of a word with a
+ * woken request on its way while nobody starves (what the core would do).
+ * Returns 1 when it freed the word; otherwise 0 and the amount of the core
+ * release that must follow (with LOCK_HANDOFF when the slice is over).
+ * Readers always release through the core. */
 static int
 il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
 {
   int32_t v = atomic_load(IL_WORD);
+  int32_t died = gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : TL_RW_OWNER_DIED;
+  int in_slice;
 
   if (gate == TL_GATE_READ) {
     *amount = 0;
     return 0;
   }
-  *amount = TL_LOCK_BARGE | (slice_over ? TL_LOCK_HANDOFF : 0);
-  if (v == il_own(t, gate))
+  if (v == il_own(t, gate)) {
+    t->slice_ticks = -1;
     return atomic_compare_exchange_strong(IL_WORD, &v, 0);
+  }
+  in_slice = il_in_slice(t, slice_over);
+  *amount = TL_LOCK_BARGE | (in_slice ? 0 : TL_LOCK_HANDOFF);
+  if (in_slice &&
+      (v & (TL_GATE_WAITERS | TL_LOCK_WOKEN | died)) ==
+          (TL_GATE_WAITERS | TL_LOCK_WOKEN) &&
+      il_none_starves(t)) {
+    int starving = il_starving(t);
+    if (atomic_compare_exchange_strong(IL_WORD, &v, v & ~il_owner_mask(gate))) {
+      if (starving)
+        il_violation("T%d freed the word with a compare-exchange while "
+                     "another request had waited 1 ms",
+                     t->n);
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -840,8 +887,12 @@ il_core_release(il_thread_t *t, int gate, uint32_t amount)
     return;
   }
   starving = gate != TL_GATE_READ && il_starving(t);
-  int r = tl_gate_release(&il.word, gate, t->id, amount);
+  int64_t left_ns = -1;
+  int r = gate == TL_GATE_READ
+              ? tl_gate_release(&il.word, gate, t->id, amount)
+              : tl_lock_release_ex(&il.word, gate, t->id, amount, &left_ns);
 
+  t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
   il_note("core release%s -> %s", amount & TL_LOCK_HANDOFF ? " (handoff)" : "",
           il_result_str(r));
   if (r != 0)
@@ -857,8 +908,13 @@ static int
 il_core_keep(il_thread_t *t, int gate)
 {
   int starving = il_starving(t);
-  int r = tl_gate_release(&il.word, gate, t->id, TL_LOCK_BARGE | TL_LOCK_KEEP);
+  int64_t left_ns = -1;
+  int r = tl_lock_release_ex(&il.word, gate, t->id,
+                             TL_LOCK_BARGE | TL_LOCK_KEEP |
+                                 (il_in_slice(t, 0) ? 0 : TL_LOCK_HANDOFF),
+                             &left_ns);
 
+  t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
   il_note("core release (keep) -> %s",
           r == TL_RESULT_ACQUIRED ? "kept" : il_result_str(r));
   if (r != 0 && r != TL_RESULT_ACQUIRED)
@@ -1227,7 +1283,7 @@ il_step(il_thread_t *t)
 {
   const il_op_t *op = &t->ops[t->pc];
   int gate = op->gate;
-  uint32_t amount;
+  uint32_t amount = 0;
 
   il_note("T%d %s: ", t->n, il_op_str(op));
   switch (t->cont) {
@@ -1331,6 +1387,18 @@ il_step(il_thread_t *t)
     }
     if (atomic_load(IL_WORD) == il_own(t, gate)) {
       il_note("nobody waits: kept");
+      t->pc++;
+      return;
+    }
+    /* LockWord.keep: within the slice, nobody starving: what the core
+     * would answer. (il_core_keep counts the slice's grant otherwise.) */
+    if (!(atomic_load(IL_WORD) & TL_LOCK_OWNER_DIED) && t->slice_ticks >= 0 &&
+        t->slice_ticks == il.ticks && il_none_starves(t)) {
+      if (il_starving(t))
+        il_violation("T%d kept the lock for its own request while another "
+                     "request had waited 1 ms",
+                     t->n);
+      il_note("nobody starves: kept");
       t->pc++;
       return;
     }
@@ -1447,6 +1515,8 @@ il_parse(const il_scenario_t *sc)
     il.t[n].ops[il.t[n].nops++] = op;
   }
   il.nthreads = n + 1;
+  for (int i = 0; i < il.nthreads; i++)
+    il.t[i].slice_ticks = -1;
 }
 
 /* The semaphore's part of il_drain: the permits that live threads hold
