@@ -42,11 +42,21 @@ const spawned = new Set()
 /** A contract-worker.js in `mode` on `primitive`; resolves with its report. */
 function spawn (mode, primitive, ctl, extra = {}) {
   const worker = new Worker(WORKER, { workerData: { mode, handle: primitive.handle, ctl: ctl.buffer, ...extra } })
+  const w = { worker, done: finished(worker), error: null }
   spawned.add(worker)
   worker.once('exit', () => spawned.delete(worker))
-  const done = finished(worker)
-  done.catch(() => {})
-  return { worker, done }
+  // A worker that fails before it starts must say why, not time out.
+  w.done.catch((err) => { w.error = err })
+  return w
+}
+
+/** Resolves once `n` workers have started; fails at once if one failed. */
+function allStarted (ctl, workers, n = workers.length, ms = 25000) {
+  return until(() => {
+    const failed = workers.find((w) => w.error !== null)
+    if (failed) throw new Error(`a worker failed before it started: ${failed.error && failed.error.stack}`)
+    return Atomics.load(ctl, STARTED) === n
+  }, 'the workers did not start', ms)
 }
 
 function control () {
@@ -692,7 +702,7 @@ describe('a thread\'s own requests are granted in the order it made them', funct
       if (lock instanceof AsyncLock) track(lock)
       const ctl = control()
       const workers = [spawn(mode, lock, ctl), spawn(mode, lock, ctl)].slice(0, nWorkers)
-      await until(() => Atomics.load(ctl, STARTED) === nWorkers, 'the workers did not start', 20000)
+      await allStarted(ctl, workers, nWorkers)
       const wrong = []
       for (let round = 1; round <= 400 && wrong.length === 0; round++) {
         const order = []
