@@ -67,6 +67,9 @@ function gateAsync (i32, index, gate, amount, o, where) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined)
   if (typeof r === 'number') return Promise.resolve(r === OWNER_DIED)
+  // Nothing, and nothing thrown: the addon could not make the promise,
+  // because this thread is being terminated (it undid the request).
+  if (r === undefined) return Promise.reject(interrupted(where))
   return settle(r, o.signal, (code) => {
     if (code === ACQUIRED) return false
     if (code === OWNER_DIED) return true
@@ -96,6 +99,7 @@ function waitAsync (i32, index, value, o) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   const r = native.waitAsync(i32, index, value, o.timeout, o.ref, o.signal !== undefined)
   if (typeof r === 'number') return Promise.resolve(RESULTS[r])
+  if (r === undefined) return Promise.reject(interrupted('waitAsync')) // as in gateAsync
   return settle(r, o.signal, (result) => result)
 }
 
