@@ -6,13 +6,23 @@
         "src/binding.c", "src/binding_names.c", "src/env.c", "src/ready.c",
         "src/heap.c", "src/table.c", "src/gate_queue.c", "src/gates.c",
         "src/rwlock.c", "src/sem.c", "src/owners.c",
-        "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c"
+        "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c",
+        "src/host/binding_host.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
       "conditions": [
         ["OS=='linux'", {
+          "sources": ["src/platform_linux.c", "src/host/core.c",
+                      "src/host/platform_linux.c"],
+          "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
+        }],
+        ["OS=='win'", {
+          "sources": ["src/platform_win.c"]
+        }],
+        ["OS!='linux' and OS!='win'", {
+          "sources": ["src/platform_none.c"]
         }]
       ],
       "xcode_settings": {

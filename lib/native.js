@@ -49,5 +49,17 @@ module.exports = {
   namedRequest: binding.namedRequest,
   namedRelease: binding.namedRelease,
   namedCancel: binding.namedCancel,
-  namedQuery: binding.namedQuery
+  namedQuery: binding.namedQuery,
+  // threadlock/host: named locks in a table file shared by processes.
+  hostSupported: binding.hostSupported === true,
+  hostConstants: binding.hostConstants,
+  hostAttach: binding.hostAttach,
+  hostRequest: binding.hostRequest,
+  hostWait: binding.hostWait,
+  hostRelease: binding.hostRelease,
+  hostPoll: binding.hostPoll,
+  hostQuery: binding.hostQuery,
+  hostRef: binding.hostRef,
+  hostClose: binding.hostClose,
+  hostStats: binding.hostStats
 }

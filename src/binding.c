@@ -14,6 +14,7 @@
 #include "singleton.h"
 
 napi_value tl__named_exports(napi_env env, napi_value exports);
+napi_value tl__host_exports(napi_env env, napi_value exports);
 
 /* Reads the typed array and element index: the address and element size.
  * Returns -1 with an exception pending. */
@@ -534,5 +535,7 @@ NAPI_MODULE_INIT()
     return NULL;
   TL_NAPI_CALL(env,
                napi_set_named_property(env, exports, "constants", constants));
-  return tl__named_exports(env, exports);
+  if (tl__named_exports(env, exports) == NULL)
+    return NULL;
+  return tl__host_exports(env, exports);
 }

@@ -488,6 +488,22 @@ describe('RWLock across threads', function () {
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
+  it('a reader whose further read would queue behind a waiting writer gets EDEADLK; the writer gets in once it releases', async () => {
+    const rw = new RWLock()
+    rw.acquireReadSync()
+    const [w] = await started(openIn('rw', rw))
+    const writing = w.run(({ state }) => { state.rw.acquireWriteSync({ timeout: 10000 }); state.rw.releaseWrite(); return 'wrote' }, undefined, 15000)
+    await until(() => rw.waiting === 1, 'the writer did not queue')
+    // A second read lock of this thread would wait behind the writer, which
+    // waits for this thread's first read lock: never granted.
+    assertCode(thrown(() => rw.acquireReadSync({ timeout: 5000 })), 'EDEADLK')
+    assert.strictEqual(rw.tryAcquireRead(), false)
+    assert.deepStrictEqual(state(rw), { readers: 1, writer: null, waiting: 1 })
+    rw.releaseRead()
+    assert.strictEqual(await writing, 'wrote')
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+  })
+
   it('timeouts while a worker holds the write lock, in main and in another worker', async () => {
     const rw = new RWLock()
     const [holder, other] = await started(openIn('rw', rw), openIn('rw', rw))

@@ -31,7 +31,8 @@ const pkgJson = require('../package.json')
 // The consumers of each entry point, by subpath.
 const ENTRIES = {
   '.': 'index',
-  './postgres': 'postgres'
+  './postgres': 'postgres',
+  './host': 'host'
 }
 
 // The subpaths of package.json's "exports" that have types, with their

@@ -17,6 +17,19 @@ assert.strictEqual(path.dirname(addons[0]), prebuilds)
 // Without the optional peer `pg`, the PostgreSQL subpath names it.
 assert.throws(() => require('threadlock/postgres'), (err) => /'pg'/.test(err.message))
 
+// threadlock/host works from the tarball, on the same addon.
+if (process.platform === 'linux') {
+  const fs = require('fs')
+  const os = require('os')
+  const { createLockManager } = require('threadlock/host')
+  const host = createLockManager({ path: fs.mkdtempSync(path.join(os.tmpdir(), 'packed-host-')) })
+  const held = host.requestSync('packed')
+  assert.strictEqual(typeof held.token, 'bigint')
+  assert.strictEqual(held.release(), true)
+  host.close()
+  assert.strictEqual(Object.keys(require.cache).filter((file) => file.endsWith('.node')).length, 1)
+}
+
 const lock = new AsyncLock()
 lock.lock()
 const worker = new Worker(path.join(__dirname, 'smoke-worker.cjs'), { workerData: { handle: lock.handle } })

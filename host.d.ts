@@ -1,0 +1,259 @@
+// Types of threadlock/host: the named locks of threadlock.locks (Web Locks
+// semantics) shared by the processes of one host through a table file in a
+// directory. Like index.d.ts they stand alone: nothing from @types/node or
+// the DOM library is named; signals are typed by AbortSignalLike.
+
+import type { AbortSignalLike, LockError, LockMode } from './index'
+
+export type { AbortSignalLike, LockMode, LockErrorCode } from './index'
+export { LockError } from './index'
+
+// `Symbol.dispose` when the compilation declares it, otherwise nothing.
+type DisposeSymbol = SymbolConstructor extends {
+  readonly dispose: infer K extends symbol
+}
+  ? K
+  : never
+
+/**
+ * A `file:` URL, typed by the part used, so that no DOM or @types/node type
+ * is needed (the URL of both satisfies it).
+ */
+export interface FileURLLike {
+  readonly href: string
+  readonly protocol: string
+}
+
+/** Options of {@link createLockManager}. */
+export interface LockManagerOptions {
+  /**
+   * The directory whose processes share these locks (created with mode
+   * 0700 if missing). It must be on a local file system or tmpfs: network
+   * and virtual file systems (NFS, SMB, 9p, virtiofs, FUSE) are refused.
+   * Default: `$XDG_RUNTIME_DIR/threadlock`, else `threadlock-<uid>` in the
+   * temporary directory.
+   */
+  path?: string | FileURLLike
+}
+
+/** Options of {@link LockManager.request}, as in threadlock.locks. */
+export interface LockRequestOptions {
+  /** `'exclusive'` (the default) or `'shared'`. */
+  mode?: LockMode
+  /**
+   * Do not wait: if the lock cannot be granted at once (held by any process
+   * in a conflicting mode, or requested earlier by any process), the
+   * callback runs with `null`.
+   */
+  ifAvailable?: boolean
+  /**
+   * Take the lock at once even if it is held, by any process: the holders'
+   * `lock.signal` aborts and their requests reject with a DOMException named
+   * `AbortError`. Exclusive mode only.
+   */
+  steal?: boolean
+  /**
+   * Withdraws the request while it waits; the promise rejects with
+   * `signal.reason`. Cannot be combined with `steal` or `ifAvailable`.
+   */
+  signal?: AbortSignalLike
+  /** Whether a waiting request keeps the event loop alive. Default `true`. */
+  ref?: boolean
+  /**
+   * threadlock's addition (Web Locks has none): give up once the request
+   * has waited this many milliseconds. The request leaves the queue, as
+   * with an abort, and the promise rejects with a {@link LockError} of code
+   * `'ETIMEDOUT'`. Cannot be combined with `steal` or `ifAvailable`.
+   * Default: no limit.
+   */
+  timeout?: number
+}
+
+/** Options of {@link LockManager.requestSync}. */
+export interface LockRequestSyncOptions {
+  /** `'exclusive'` (the default) or `'shared'`. */
+  mode?: LockMode
+  /** Do not wait: return `null` if the lock cannot be granted at once. */
+  ifAvailable?: boolean
+  /** Take the lock at once even if it is held (exclusive mode only). */
+  steal?: boolean
+  /**
+   * How long to wait, in milliseconds, before throwing a {@link LockError}
+   * with code `'ETIMEDOUT'`. Default `Infinity`. Cannot be combined with
+   * `steal` or `ifAvailable`, which never wait.
+   */
+  timeout?: number
+}
+
+/** A lock granted to a {@link LockManager.request} callback. */
+export declare class Lock {
+  /** Locks are made by {@link LockManager.request} only. */
+  private constructor ()
+  /** The name that was requested. */
+  readonly name: string
+  /** The mode it was granted in. */
+  readonly mode: LockMode
+  /**
+   * The fencing token of this grant: strictly greater than the token of
+   * every earlier grant of the same name, in any process, also after the
+   * table was rebuilt. Pass it to the resource the lock protects.
+   */
+  readonly token: bigint
+  /**
+   * Whether the previous holder's process died holding this lock: the
+   * data it protects may be half updated.
+   */
+  readonly ownerDied: boolean
+  /**
+   * Aborts if the lock is stolen (`steal: true` in any process) or the
+   * manager is closed while the callback runs.
+   */
+  readonly signal: AbortSignalLike
+}
+
+/**
+ * A lock returned by {@link LockManager.requestSync}, held until
+ * `release()`; also a disposable (`using held = locks.requestSync(...)`).
+ */
+export declare class HeldLock {
+  private constructor ()
+  /** The name that was requested. */
+  readonly name: string
+  /** The mode it was granted in. */
+  readonly mode: LockMode
+  /** The fencing token of this grant, as {@link Lock.token}. */
+  readonly token: bigint
+  /** Whether the previous holder's process died holding it. */
+  readonly ownerDied: boolean
+  /** Aborts if the lock is stolen or the manager closed. */
+  readonly signal: AbortSignalLike
+  /** Whether release() has not run yet. */
+  readonly held: boolean
+  /**
+   * Releases the lock. Returns `false` if it had been stolen or lost
+   * before, or on a second call.
+   */
+  release (): boolean
+  readonly [Symbol.toStringTag]: string
+}
+
+/**
+ * The disposable side of a {@link HeldLock}: `[Symbol.dispose]` releases
+ * it, when the compilation knows `Symbol.dispose`.
+ */
+export type DisposableHeldLock = HeldLock & { readonly [K in DisposeSymbol]: () => void }
+
+/** One entry of {@link LockManager.query}. */
+export interface LockInfo {
+  /** The lock's name. */
+  name: string
+  /** The mode held or requested. */
+  mode: LockMode
+  /** The requesting manager (one per attachment to the directory). */
+  clientId: string
+  /** The pid of the requesting process, as it saw itself. */
+  pid: number
+}
+
+/** What {@link LockManager.query} resolves with. */
+export interface LockManagerSnapshot {
+  /** Locks held now, by every process of the directory. */
+  held: LockInfo[]
+  /** Requests waiting now, by every process, oldest first per name. */
+  pending: LockInfo[]
+}
+
+/** The stable codes of a {@link HostError}. */
+export type HostErrorCode = 'ECLOSED' | 'ECORRUPT' | 'EFULL' | 'EFSTYPE' | 'ENOTSUP' | 'EATTACH'
+
+/** An error of the table or its directory; tell the cases apart by `code`. */
+export declare class HostError extends Error {
+  constructor (code: HostErrorCode, message?: string, options?: { cause?: unknown })
+  readonly name: 'HostError'
+  /**
+   * `ECLOSED`: the manager was closed; `ECORRUPT`: the table file failed a
+   * check; `EFULL`: the table has no free name or request entry;
+   * `EFSTYPE`: the directory is on a network or virtual file system;
+   * `ENOTSUP`: this platform has no threadlock/host yet; `EATTACH`: the
+   * directory or table could not be used.
+   */
+  readonly code: HostErrorCode
+  static readonly codes: { readonly [K in HostErrorCode]: K }
+}
+
+/** The codes of {@link HostError}, by name. */
+export declare const codes: { readonly [K in HostErrorCode]: K }
+
+/**
+ * Named locks with the behaviour of threadlock.locks, shared by every
+ * process (and every manager) that uses the same directory. Grants are
+ * first come, first served across processes; a holder whose process dies
+ * passes the lock to the next waiter at once, with `ownerDied`.
+ */
+export declare class LockManager {
+  private constructor ()
+  /** The directory whose processes share these locks. */
+  readonly path: string
+  /**
+   * Waits for the lock `name`, runs `callback` while holding it, and
+   * resolves with the callback's result once the lock is released.
+   *
+   * @param name the lock's name (at most 255 bytes of UTF-8); names
+   *   starting with `-` are reserved
+   * @param callback runs with the granted {@link Lock}
+   * @returns a promise of the callback's result
+   */
+  request<T> (name: string, callback: (lock: Lock) => T | PromiseLike<T>): Promise<T>
+  /**
+   * Runs `callback` with the lock if it can be granted at once, otherwise
+   * with `null`.
+   */
+  request<T> (
+    name: string,
+    options: LockRequestOptions & { ifAvailable: true },
+    callback: (lock: Lock | null) => T | PromiseLike<T>
+  ): Promise<T>
+  /** Waits for the lock `name` in `options.mode`. */
+  request<T> (
+    name: string,
+    options: LockRequestOptions & { ifAvailable?: false },
+    callback: (lock: Lock) => T | PromiseLike<T>
+  ): Promise<T>
+  /** The general form: `null` only with `ifAvailable`. */
+  request<T> (
+    name: string,
+    options: LockRequestOptions,
+    callback: (lock: Lock | null) => T | PromiseLike<T>
+  ): Promise<T>
+  /**
+   * Blocks the calling thread until the lock is granted (a kernel wait).
+   *
+   * Warning: it blocks the event loop of the calling thread; use it in
+   * command-line tools and worker threads.
+   *
+   * @throws {@link LockError} `ETIMEDOUT` when `timeout` runs out, `EDEADLK`
+   *   when this manager already holds (or waits for) the lock and the
+   *   request could never be granted
+   */
+  requestSync (name: string, options: LockRequestSyncOptions & { ifAvailable: true }): DisposableHeldLock | null
+  requestSync (name: string, options?: LockRequestSyncOptions & { ifAvailable?: false }): DisposableHeldLock
+  requestSync (name: string, options?: LockRequestSyncOptions): DisposableHeldLock | null
+  /** The locks held and awaited by every process of the directory. */
+  query (): Promise<LockManagerSnapshot>
+  /**
+   * Releases what the manager holds (the locks' signals abort), rejects
+   * what it waits for, and detaches from the directory.
+   */
+  close (): Promise<void>
+  readonly [Symbol.toStringTag]: string
+}
+
+/**
+ * Attaches to the directory `options.path` and returns a LockManager whose
+ * locks every process attached to it shares.
+ *
+ * @throws {@link HostError} `EFSTYPE` on a network or virtual file system,
+ *   `ECORRUPT` for a damaged table file in use by other processes,
+ *   `ENOTSUP` on platforms other than Linux (for now)
+ */
+export declare function createLockManager (options?: LockManagerOptions): LockManager

@@ -1,0 +1,371 @@
+'use strict'
+
+// A LockManager (Web Locks semantics) whose locks are shared by every
+// process (and every manager) attached to the same directory. The queue of
+// each name lives in the table file (src/host/core.c), so grants are first
+// come, first served across processes. A request waiting here costs no
+// thread of its own: the manager's helper thread sleeps on its doorbell and
+// calls #onDoorbell on the event loop when a grant or a steal concerns one
+// of its requests. requestSync() waits in the kernel on the calling thread.
+
+const native = require('../native')
+const { parseRequest, parseSyncRequest } = require('./options')
+const { requestTimer, timeoutRequestError } = require('../requestOptions')
+const { HostError, codes } = require('./errors')
+const { isMainThread } = require('worker_threads')
+const { LockError, codes: lockCodes, timeoutError, deadlockError, interrupted } = require('../errors')
+const { createLock } = require('./Lock')
+const { createHeldLock } = require('./HeldLock')
+
+const C = native.hostConstants || {}
+
+function stolenError (where) {
+  return new DOMException(`${where}: the lock was stolen by another request`, 'AbortError')
+}
+
+// The hook the table's doorbell calls (lib/host/index.js), kept off the
+// public surface.
+const kDoorbell = Symbol('kDoorbell')
+
+// Managers with requests waiting or locks held: kept reachable while they
+// have promises to settle, even if the script dropped them. A manager
+// with neither may be collected, which detaches it from the table.
+const busy = new Set()
+
+// Web Locks: a granted request's callback runs from a task of its own.
+function later (fn, ...args) {
+  setImmediate(fn, ...args)
+}
+
+class LockManager {
+  #handle
+  #path
+  // Requests of this manager that are waiting or held, by node index.
+  #entries = new Map()
+  // Waiting async requests with `ref`, which keep the event loop alive.
+  #refs = 0
+  // Names held by this manager: name -> number of held locks.
+  #held = new Map()
+  #closed = false
+
+  /** Use createLockManager(). */
+  constructor (handle, path) {
+    this.#handle = handle
+    this.#path = path
+  }
+
+  /** The directory whose processes share these locks. */
+  get path () { return this.#path }
+
+  /**
+   * Requests the lock `name` and runs `callback(lock)` once it is granted
+   * (or `callback(null)` with ifAvailable when it is not available now).
+   */
+  async request (name, options, callback) {
+    const r = parseRequest(name, options, callback)
+    this.#open('LockManager.request')
+    const signal = r.signal
+    if (signal !== undefined && signal.aborted) throw signal.reason
+    const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) |
+      (r.ifAvailable ? C.IF_AVAILABLE : 0) | (r.steal ? C.STEAL : 0)
+    const res = native.hostRequest(this.#handle, r.name, flags)
+    if (typeof res === 'number') throw this.#error(res, 'LockManager.request')
+    const [state, node, token, ownerDied] = res
+    if (state === C.UNAVAILABLE) {
+      return new Promise((resolve, reject) => {
+        later(() => {
+          try {
+            resolve(r.callback(null))
+          } catch (err) {
+            reject(err)
+          }
+        })
+      })
+    }
+    return new Promise((resolve, reject) => {
+      const e = { r, node, sync: false, state: 'waiting', resolve, reject, controller: null, onAbort: null, lost: null, stopTimer: null }
+      this.#track(e)
+      if (state === C.HELD) {
+        this.#grant(e, token, ownerDied)
+        return
+      }
+      if (r.ref) this.#ref(1)
+      e.counted = r.ref
+      if (signal !== undefined) {
+        // Web Locks "signal to abort the request": the request leaves the
+        // queue (if it is still there) and rejects with the abort reason.
+        e.onAbort = () => {
+          if (e.state !== 'waiting') return
+          this.#forget(e)
+          native.hostRelease(this.#handle, node)
+          reject(signal.reason)
+        }
+        signal.addEventListener('abort', e.onAbort, { once: true })
+      }
+      // threadlock's timeout: leaves the queue as an abort does.
+      e.stopTimer = requestTimer(r.timeout, () => {
+        if (e.state !== 'waiting') return
+        this.#forget(e)
+        native.hostRelease(this.#handle, node)
+        reject(timeoutRequestError(r))
+      })
+    })
+  }
+
+  /**
+   * Requests the lock `name` and blocks the calling thread until it is
+   * granted; returns a HeldLock to release(), or null with ifAvailable
+   * when it is not available now.
+   */
+  requestSync (name, options) {
+    const r = parseSyncRequest(name, options)
+    this.#open('LockManager.requestSync')
+    const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) | C.SYNC |
+      (r.steal ? C.STEAL : 0)
+    // A lock this manager holds already can only be granted at once: any
+    // request that must wait would wait for this very thread.
+    const holding = this.#involved(r.name)
+    const ask = r.ifAvailable || (holding && !r.steal) ? flags | C.IF_AVAILABLE : flags
+    const res = native.hostRequest(this.#handle, r.name, ask)
+    if (typeof res === 'number') throw this.#error(res, 'LockManager.requestSync')
+    let [state, node, token, ownerDied] = res
+    if (state === C.UNAVAILABLE) {
+      if (r.ifAvailable) return null
+      throw deadlockError('LockManager.requestSync', `this thread holds lock ${JSON.stringify(r.name)} already, so a blocking wait would never return`)
+    }
+    if (state === C.WAITING) {
+      // A worker thread's wait asks now and then whether the worker is
+      // being terminated; the main thread's sleeps undisturbed.
+      const waited = native.hostWait(this.#handle, node, r.timeout, !isMainThread)
+      if (waited === C.ETIMEDOUT) throw timeoutError(r.timeout, 'LockManager.requestSync')
+      if (waited === C.EINTR) throw interrupted('LockManager.requestSync')
+      if (typeof waited === 'number') throw this.#error(waited, 'LockManager.requestSync')
+      ;[state, token, ownerDied] = waited
+    }
+    const controller = new AbortController()
+    const e = { r, node, sync: true, state: 'held', controller, lost: null }
+    this.#track(e)
+    this.#hold(r.name, 1)
+    if (state === C.STOLEN) e.lost = stolenError('LockManager.requestSync')
+    return createHeldLock(r.name, r.mode, token, ownerDied, controller.signal, () => {
+      if (!this.#entries.has(node)) return false
+      this.#forget(e)
+      const was = this.#closed ? C.STOLEN : native.hostRelease(this.#handle, node)
+      return was === C.HELD
+    })
+  }
+
+  /** Resolves with the held and pending locks of every process. */
+  async query () {
+    this.#open('LockManager.query')
+    const rows = native.hostQuery(this.#handle)
+    if (typeof rows === 'number') throw this.#error(rows, 'LockManager.query')
+    const snapshot = { held: [], pending: [] }
+    for (const [name, exclusive, held, clientId, pid] of rows) {
+      ;(held ? snapshot.held : snapshot.pending).push({ name, mode: exclusive ? 'exclusive' : 'shared', clientId, pid })
+    }
+    return snapshot
+  }
+
+  /**
+   * Releases what the manager holds (the signals of its locks abort),
+   * rejects what it waits for, and detaches from the table.
+   */
+  async close () {
+    if (this.#closed) return
+    this.#closed = true
+    const err = new HostError(codes.ECLOSED, 'LockManager.close: the lock manager was closed')
+    for (const e of [...this.#entries.values()]) {
+      if (e.state === 'waiting') {
+        this.#forget(e)
+        e.reject(err)
+      } else {
+        e.lost = err
+        if (e.controller !== null) e.controller.abort(err)
+      }
+    }
+    this.#refs = 0
+    busy.delete(this)
+    native.hostClose(this.#handle)
+  }
+
+  /** Diagnostics for the tests: the table's counts. */
+  stats () {
+    this.#open('LockManager.stats')
+    const [slot, nodes, slots, names] = native.hostStats(this.#handle)
+    return { slot, nodes, slots, names }
+  }
+
+  // Called on the event loop when the doorbell rang: applies every grant
+  // and steal of this manager's requests.
+  [kDoorbell] () {
+    if (this.#closed) return
+    const changes = native.hostPoll(this.#handle)
+    // The doorbell's call is a task of its own, so the first callback of
+    // the batch runs from it directly (it saves a turn of the event loop on
+    // every hand-off); the others get a task each, as in threadlock.locks.
+    let direct = true
+    for (const [node, state, token, ownerDied] of changes) {
+      const e = this.#entries.get(node)
+      if (e === undefined) continue
+      if (state === C.HELD && e.state === 'waiting') {
+        this.#grant(e, token, ownerDied, direct)
+        direct = false
+      } else if (state === C.STOLEN) {
+        this.#stolen(e)
+      }
+    }
+  }
+
+  #open (where) {
+    if (this.#closed) throw new HostError(codes.ECLOSED, `${where}: the lock manager is closed`)
+  }
+
+  #ref (delta) {
+    const before = this.#refs
+    this.#refs += delta
+    if (before === 0 && this.#refs > 0) native.hostRef(this.#handle, true)
+    else if (before > 0 && this.#refs === 0 && !this.#closed) native.hostRef(this.#handle, false)
+  }
+
+  #hold (name, delta) {
+    const n = (this.#held.get(name) || 0) + delta
+    if (n > 0) this.#held.set(name, n)
+    else this.#held.delete(name)
+  }
+
+  // Whether this manager holds `name` or waits for it.
+  #involved (name) {
+    if (this.#held.has(name)) return true
+    for (const e of this.#entries.values()) if (e.r.name === name) return true
+    return false
+  }
+
+  #track (e) {
+    this.#entries.set(e.node, e)
+    busy.add(this)
+  }
+
+  // Takes an entry out of the manager's books.
+  #forget (e) {
+    if (!this.#entries.delete(e.node)) return
+    if (this.#entries.size === 0) busy.delete(this)
+    if (e.state === 'waiting') {
+      if (e.counted) this.#ref(-1)
+      if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
+      if (e.stopTimer) e.stopTimer()
+    } else {
+      this.#hold(e.r.name, -1)
+    }
+    e.state = 'done'
+  }
+
+  // A grant: the callback runs from a task of its own (`direct`: the
+  // current one).
+  #grant (e, token, ownerDied, direct = false) {
+    if (e.state === 'waiting') {
+      if (e.counted) this.#ref(-1)
+      if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
+      if (e.stopTimer) e.stopTimer()
+    }
+    e.state = 'held'
+    this.#hold(e.r.name, 1)
+    e.controller = new AbortController()
+    const signal = e.r.signal
+    const run = () => {
+      // Web Locks: a lock granted to an aborted request is released
+      // without running its callback.
+      if (signal !== undefined && signal.aborted) {
+        if (this.#entries.has(e.node)) this.#finish(e)
+        e.reject(signal.reason)
+        return
+      }
+      if (e.state !== 'held') return
+      const lock = createLock(e.r.name, e.r.mode, token, ownerDied, e.controller.signal)
+      let result
+      try {
+        result = Promise.resolve(e.r.callback(lock))
+      } catch (err) {
+        result = Promise.reject(err)
+      }
+      result.then((value) => this.#settle(e, true, value), (err) => this.#settle(e, false, err))
+    }
+    if (direct) run()
+    else later(run)
+  }
+
+  // Releases the node of a finished lock; returns the state it had.
+  #finish (e) {
+    this.#forget(e)
+    if (this.#closed) return C.STOLEN
+    return native.hostRelease(this.#handle, e.node)
+  }
+
+  #settle (e, ok, value) {
+    // The lock is released before the request settles, as in Web Locks.
+    const stolen = e.stolen === true
+    const was = this.#entries.has(e.node) ? this.#finish(e) : C.HELD
+    if (stolen) return // rejected already
+    if (e.lost !== null) {
+      e.reject(e.lost)
+    } else if (was === C.STOLEN) {
+      // Stolen before this process heard of it: the release finds out.
+      e.stolen = true
+      const err = stolenError('LockManager.request')
+      e.controller.abort(err)
+      e.reject(err)
+    } else if (ok) {
+      e.resolve(value)
+    } else {
+      e.reject(value)
+    }
+  }
+
+  // Web Locks "request a lock", steal: the holder's request rejects with an
+  // AbortError at once, and its lock's signal aborts; the callback keeps
+  // running. A callback whose task was queued before the steal still runs,
+  // with its signal aborted, as in threadlock.locks; its release then gives
+  // the node back.
+  #stolen (e) {
+    if (e.stolen || e.state === 'done') return
+    e.stolen = true
+    const err = stolenError(e.sync ? 'LockManager.requestSync' : 'LockManager.request')
+    if (e.sync) {
+      e.lost = err
+      e.controller.abort(err)
+      return
+    }
+    if (e.state === 'waiting') {
+      this.#finish(e)
+      e.reject(err)
+      return
+    }
+    e.controller.abort(err)
+    e.reject(err)
+  }
+
+  // The error of a negative result of the core.
+  #error (code, where) {
+    switch (code) {
+      case C.ECORRUPT:
+        return new HostError(codes.ECORRUPT, `${where}: the table file in ${this.#path} is corrupt (an index or entry out of range); it is rebuilt when no process uses it`)
+      case C.ENAMES:
+        return new HostError(codes.EFULL, `${where}: the table in ${this.#path} has no free name entry (${C.NAMES} names at most)`)
+      case C.ENODES:
+        return new HostError(codes.EFULL, `${where}: the table in ${this.#path} has no free request node (${C.NODES} requests at most)`)
+      default:
+        return new LockError(lockCodes.EBUSY, `${where}: unexpected result ${code} of the table`)
+    }
+  }
+}
+
+Object.defineProperties(LockManager.prototype, {
+  request: { enumerable: true },
+  requestSync: { enumerable: true },
+  query: { enumerable: true },
+  close: { enumerable: true },
+  [Symbol.toStringTag]: { value: 'LockManager', writable: false, enumerable: false, configurable: true }
+})
+Object.defineProperty(LockManager.prototype.request, 'length', { value: 2 })
+
+module.exports = { LockManager, kDoorbell }

@@ -1,0 +1,91 @@
+'use strict'
+
+// Argument checks of createLockManager(), request() and requestSync(). The
+// request checks are those of threadlock.locks (lib/requestOptions.js), so
+// that code moving between threads, processes and machines sees the same
+// errors; the table's bound on name length is this scope's own. Loads no
+// addon.
+
+const os = require('os')
+const path = require('path')
+const { parseRequest: parseLocksRequest, notSupported } = require('../requestOptions')
+const { describe } = require('../validate')
+
+// The longest name the table stores inline (src/host/host.h,
+// TL_HOST_NAME_MAX), in bytes of UTF-8.
+const NAME_MAX = 255
+
+function checkName (name, where) {
+  const bytes = Buffer.byteLength(name, 'utf8')
+  if (bytes > NAME_MAX) {
+    throw new RangeError(`${where}: lock names of threadlock/host are limited to ${NAME_MAX} bytes of UTF-8, received ${bytes} bytes`)
+  }
+}
+
+/** Checks request(name, [options], callback) as threadlock.locks does. */
+function parseRequest (name, options, callback) {
+  const r = parseLocksRequest(name, options, callback)
+  checkName(r.name, 'LockManager.request')
+  return r
+}
+
+function noop () {}
+
+// The errors of the shared checks, worded for requestSync. Errors thrown by
+// the caller's own code (a name's toString) pass unchanged.
+function reword (err) {
+  const prefix = 'LockManager.request:'
+  if (!(err instanceof Error || err instanceof DOMException) || !String(err.message).startsWith(prefix)) return err
+  const message = 'LockManager.requestSync:' + err.message.slice(prefix.length)
+  if (err instanceof DOMException) return new DOMException(message, err.name)
+  return new err.constructor(message)
+}
+
+/** Checks requestSync(name, [options]): the same members. */
+function parseSyncRequest (name, options) {
+  let r
+  try {
+    r = parseLocksRequest(name, options, noop)
+  } catch (err) {
+    throw reword(err)
+  }
+  // The calling thread is blocked while it waits: nothing could abort it.
+  if (r.signal !== undefined) throw notSupported('LockManager.requestSync: signal is not supported (the thread is blocked while it waits); use timeout')
+  // The shared checks read and checked options.timeout (Infinity when
+  // absent); the core takes whole milliseconds, -1 for none.
+  const t = r.timeout
+  const timeout = t === Infinity ? -1 : Math.min(Math.ceil(t), Number.MAX_SAFE_INTEGER)
+  checkName(r.name, 'LockManager.requestSync')
+  return { ...r, timeout }
+}
+
+/** The per-user default directory of the scope. */
+function defaultPath () {
+  const runtime = process.env.XDG_RUNTIME_DIR
+  if (runtime && path.isAbsolute(runtime)) return path.join(runtime, 'threadlock')
+  const uid = typeof process.getuid === 'function' ? process.getuid() : os.userInfo().username
+  return path.join(os.tmpdir(), `threadlock-${uid}`)
+}
+
+/** Checks createLockManager(options). */
+function parseManager (options) {
+  if (options !== undefined && options !== null && typeof options !== 'object') {
+    throw new TypeError(`createLockManager: options must be an object, received ${describe(options)}`)
+  }
+  const o = options == null ? {} : options
+  let dir = o.path
+  if (dir === undefined) {
+    dir = defaultPath()
+  } else {
+    if (typeof dir !== 'string' && !(dir instanceof URL)) {
+      throw new TypeError(`createLockManager: options.path must be a string or a file URL, received ${describe(dir)}`)
+    }
+    if (dir instanceof URL) dir = require('url').fileURLToPath(dir)
+    if (dir === '' || dir.includes('\0')) {
+      throw new RangeError('createLockManager: options.path must be a non-empty path without NUL characters')
+    }
+  }
+  return { path: path.resolve(dir), isDefault: o.path === undefined }
+}
+
+module.exports = { parseRequest, parseSyncRequest, parseManager, defaultPath, NAME_MAX }

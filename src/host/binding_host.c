@@ -1,0 +1,532 @@
+/* Node-API glue of threadlock/host (lib/host/): one attachment to a table
+ * per LockManager, and the helper thread that turns its doorbell into a
+ * call on the event loop.
+ *
+ * Arguments arrive checked by lib/host/; errors of the core come back as
+ * negative numbers, which lib/host/ words (one place for the messages).
+ * On platforms without a host core (TL_HOST_SUPPORTED undefined) only
+ * `hostSupported: false` is exported, so that the module loads and
+ * createLockManager() can say why it cannot work.
+ */
+#include <node_api.h>
+
+#include "../env.h"
+
+napi_value tl__host_exports(napi_env env, napi_value exports);
+
+#ifdef TL_HOST_SUPPORTED
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+#include "platform.h"
+
+/* One attachment as JavaScript holds it (an external). `closed` and
+ * `tsfn` are used on the JS thread only; `queued` is shared with the
+ * helper thread. */
+typedef struct {
+  tl_host_t *h;
+  napi_env env;
+  napi_threadsafe_function tsfn;
+  tl_hp_thread_t *helper;
+  _Atomic int queued; /* a doorbell call waits to run on the event loop */
+  int closed;
+} tl_hostref_t;
+
+/* The helper thread: sleeps on the attachment's doorbell, without a
+ * timeout, and queues one call on the event loop per batch of rings. */
+static void *
+tl__host_helper(void *data)
+{
+  tl_hostref_t *r = data;
+  uint32_t seen = 0;
+
+  tl__hp_cancel_point(0);
+  while (tl_host_doorbell_wait(r->h, &seen) == 0) {
+    if (!atomic_exchange(&r->queued, 1))
+      napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking);
+  }
+  return NULL;
+}
+
+/* Runs on the JS thread (env NULL during teardown): the JS side polls. */
+static void
+tl__host_call_js(napi_env env, napi_value fn, void *context, void *data)
+{
+  tl_hostref_t *r = context;
+  napi_value undefined;
+
+  (void)data;
+  if (env == NULL || fn == NULL)
+    return;
+  atomic_store(&r->queued, 0);
+  TL_NAPI_FATAL(napi_get_undefined(env, &undefined));
+  /* An exception of the handler is the script's own, reported as
+   * uncaught by Node. */
+  napi_call_function(env, undefined, fn, 0, NULL, NULL);
+}
+
+static void tl__host_cleanup(void *arg);
+
+/* Ends an attachment: on close(), at env teardown, or when collected. */
+static void
+tl__host_close(tl_hostref_t *r, int remove_hook)
+{
+  if (r->closed)
+    return;
+  r->closed = 1;
+  tl_host_doorbell_stop(r->h);
+  tl__hp_thread_join(r->helper);
+  tl_host_detach(r->h);
+  r->h = NULL;
+  napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
+  if (remove_hook)
+    napi_remove_env_cleanup_hook(r->env, tl__host_cleanup, r);
+}
+
+static void
+tl__host_cleanup(void *arg)
+{
+  tl__host_close(arg, 0);
+}
+
+static void
+tl__host_finalize(napi_env env, void *data, void *hint)
+{
+  tl_hostref_t *r = data;
+  (void)env;
+  (void)hint;
+  tl__host_close(r, 1);
+  free(r);
+}
+
+static tl_hostref_t *
+tl__host_ref(napi_env env, napi_value v)
+{
+  void *p = NULL;
+  if (napi_get_value_external(env, v, &p) != napi_ok || p == NULL) {
+    napi_throw_type_error(env, NULL, "threadlock/host: bad handle");
+    return NULL;
+  }
+  tl_hostref_t *r = p;
+  if (r->closed) {
+    napi_throw_error(env, "ECLOSED", "threadlock/host: the manager is closed");
+    return NULL;
+  }
+  return r;
+}
+
+/* hostAttach(dir, onDoorbell) -> handle, or a string saying why not. */
+static napi_value
+tl_napi_host_attach(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2], result, name;
+  char dir[4096], err[512];
+  size_t len;
+  tl_hostref_t *r;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  TL_NAPI_CALL(
+      env, napi_get_value_string_utf8(env, argv[0], dir, sizeof(dir), &len));
+  if (len >= sizeof(dir) - 1) {
+    napi_throw_range_error(env, NULL, "threadlock/host: path too long");
+    return NULL;
+  }
+  err[0] = '\0';
+  tl_host_t *h = tl_host_attach(dir, err, sizeof(err));
+  if (h == NULL) {
+    TL_NAPI_CALL(env,
+                 napi_create_string_utf8(env, err, NAPI_AUTO_LENGTH, &result));
+    return result;
+  }
+  r = calloc(1, sizeof(*r));
+  if (r == NULL) {
+    tl_host_detach(h);
+    napi_throw_error(env, NULL, "threadlock/host: out of memory");
+    return NULL;
+  }
+  r->h = h;
+  r->env = env;
+  TL_NAPI_CALL(env, napi_create_string_utf8(env, "threadlock/host",
+                                            NAPI_AUTO_LENGTH, &name));
+  if (napi_create_threadsafe_function(env, argv[1], NULL, name, 0, 1, NULL,
+                                      NULL, r, tl__host_call_js,
+                                      &r->tsfn) != napi_ok) {
+    tl_host_detach(h);
+    free(r);
+    napi_throw_error(env, NULL, "threadlock/host: cannot create the callback");
+    return NULL;
+  }
+  /* Only pending requests keep the event loop alive (hostRef). */
+  napi_unref_threadsafe_function(env, r->tsfn);
+  r->helper = tl__hp_thread_start(tl__host_helper, r);
+  if (r->helper == NULL) {
+    napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
+    tl_host_detach(h);
+    free(r);
+    napi_throw_error(env, NULL, "threadlock/host: cannot start a thread");
+    return NULL;
+  }
+  napi_add_env_cleanup_hook(env, tl__host_cleanup, r);
+  TL_NAPI_CALL(env,
+               napi_create_external(env, r, tl__host_finalize, NULL, &result));
+  return result;
+}
+
+static napi_value
+tl__int(napi_env env, int64_t v)
+{
+  napi_value out;
+  TL_NAPI_CALL(env, napi_create_int64(env, v, &out));
+  return out;
+}
+
+static napi_value
+tl__big(napi_env env, uint64_t v)
+{
+  napi_value out;
+  TL_NAPI_CALL(env, napi_create_bigint_uint64(env, v, &out));
+  return out;
+}
+
+static napi_value
+tl__array(napi_env env, napi_value *items, size_t n)
+{
+  napi_value a;
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, n, &a));
+  for (size_t i = 0; i < n; i++)
+    TL_NAPI_CALL(env, napi_set_element(env, a, (uint32_t)i, items[i]));
+  return a;
+}
+
+/* hostRequest(handle, name, flags) -> [state, node, token, ownerDied], or
+ * a negative error number. */
+static napi_value
+tl_napi_host_request(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3], items[4];
+  char name[TL_HOST_NAME_MAX + 2];
+  size_t len;
+  int32_t flags;
+  uint32_t node = 0;
+  uint64_t token = 0;
+  int died = 0;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(
+      env, napi_get_value_string_utf8(env, argv[1], name, sizeof(name), &len));
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[2], &flags));
+  if (len > TL_HOST_NAME_MAX)
+    return tl__int(env, TL_HOST_ENAMES);
+  int st = tl_host_request(r->h, name, len, flags, &node, &token, &died);
+  if (st < 0)
+    return tl__int(env, st);
+  items[0] = tl__int(env, st);
+  items[1] = tl__int(env, node);
+  items[2] = tl__big(env, token);
+  TL_NAPI_CALL(env, napi_get_boolean(env, died != 0, &items[3]));
+  return tl__array(env, items, 4);
+}
+
+/* hostWait(handle, node, timeoutMs, probe) -> [state, token, ownerDied] or
+ * a negative error number. Blocks the calling thread; with `probe` (worker
+ * threads) it asks between slices whether the thread is being terminated,
+ * through the probe of threadlock's own blocking waits (env.c). */
+static napi_value
+tl_napi_host_wait(napi_env env, napi_callback_info info)
+{
+  napi_value argv[4], items[3];
+  uint32_t node;
+  int64_t timeout;
+  uint64_t token = 0;
+  int died = 0;
+  bool probe;
+  tl_probe_t p;
+  tl_host_stop_t stop;
+
+  TL_GET_ARGS(env, info, 4, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[1], &node));
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[2], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[3], &probe));
+  if (probe) {
+    tl__probe_init(tl__env(env), &p);
+    stop.fn = p.fn;
+    stop.data = p.data;
+    stop.slice_ms = (int64_t)(p.slice_ns / 1000000u);
+    if (stop.slice_ms < 1)
+      stop.slice_ms = 1;
+  }
+  int st =
+      tl_host_wait(r->h, node, timeout, probe ? &stop : NULL, &token, &died);
+  if (st < 0)
+    return tl__int(env, st);
+  items[0] = tl__int(env, st);
+  items[1] = tl__big(env, token);
+  TL_NAPI_CALL(env, napi_get_boolean(env, died != 0, &items[2]));
+  return tl__array(env, items, 3);
+}
+
+/* hostRelease(handle, node) -> the state the node had. */
+static napi_value
+tl_napi_host_release(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2];
+  uint32_t node;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[1], &node));
+  return tl__int(env, tl_host_release(r->h, node));
+}
+
+/* What poll and query collect under the table's lock, converted after. */
+typedef struct {
+  uint32_t node;
+  int state;
+  uint64_t token;
+  int died;
+} tl_poll_item_t;
+
+typedef struct {
+  tl_poll_item_t *items;
+  size_t n, cap;
+  int oom;
+} tl_poll_list_t;
+
+static void
+tl__poll_visit(void *data, uint32_t node, int state, uint64_t token,
+               int owner_died)
+{
+  tl_poll_list_t *l = data;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    tl_poll_item_t *p = realloc(l->items, cap * sizeof(*p));
+    if (p == NULL) {
+      l->oom = 1;
+      return;
+    }
+    l->items = p;
+    l->cap = cap;
+  }
+  l->items[l->n++] = (tl_poll_item_t){ node, state, token, owner_died };
+}
+
+/* hostPoll(handle) -> [[node, state, token, ownerDied], ...] */
+static napi_value
+tl_napi_host_poll(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], out, items[4], entry;
+  tl_poll_list_t l = { 0 };
+
+  TL_GET_ARGS(env, info, 1, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  tl_host_poll(r->h, tl__poll_visit, &l);
+  if (napi_create_array_with_length(env, l.n, &out) != napi_ok)
+    goto fail;
+  for (size_t i = 0; i < l.n; i++) {
+    items[0] = tl__int(env, l.items[i].node);
+    items[1] = tl__int(env, l.items[i].state);
+    items[2] = tl__big(env, l.items[i].token);
+    if (napi_get_boolean(env, l.items[i].died != 0, &items[3]) != napi_ok)
+      goto fail;
+    entry = tl__array(env, items, 4);
+    if (entry == NULL ||
+        napi_set_element(env, out, (uint32_t)i, entry) != napi_ok)
+      goto fail;
+  }
+  free(l.items);
+  return out;
+fail:
+  free(l.items);
+  return NULL;
+}
+
+typedef struct {
+  napi_env env;
+  napi_value out;
+  uint32_t n;
+  int failed;
+} tl_query_list_t;
+
+static void
+tl__query_visit(void *data, const char *name, size_t len, int exclusive,
+                int held, uint64_t client, uint32_t pid)
+{
+  tl_query_list_t *q = data;
+  napi_env env = q->env;
+  napi_value items[5], entry;
+  char id[24];
+
+  if (q->failed)
+    return;
+  snprintf(id, sizeof(id), "%llu", (unsigned long long)client);
+  if (napi_create_string_utf8(env, name, len, &items[0]) != napi_ok ||
+      napi_get_boolean(env, exclusive, &items[1]) != napi_ok ||
+      napi_get_boolean(env, held, &items[2]) != napi_ok ||
+      napi_create_string_utf8(env, id, NAPI_AUTO_LENGTH, &items[3]) !=
+          napi_ok ||
+      napi_create_uint32(env, pid, &items[4]) != napi_ok) {
+    q->failed = 1;
+    return;
+  }
+  entry = tl__array(env, items, 5);
+  if (entry == NULL || napi_set_element(env, q->out, q->n++, entry) != napi_ok)
+    q->failed = 1;
+}
+
+/* hostQuery(handle) -> [[name, exclusive, held, clientId, pid], ...] or a
+ * negative error number. */
+static napi_value
+tl_napi_host_query(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  tl_query_list_t q = { env, NULL, 0, 0 };
+
+  TL_GET_ARGS(env, info, 1, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_create_array(env, &q.out));
+  int st = tl_host_query(r->h, tl__query_visit, &q);
+  if (q.failed)
+    return NULL;
+  return st < 0 ? tl__int(env, st) : q.out;
+}
+
+/* hostRef(handle, keepAlive): whether the doorbell keeps the loop alive. */
+static napi_value
+tl_napi_host_ref(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2];
+  bool keep;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[1], &keep));
+  if (keep)
+    TL_NAPI_CALL(env, napi_ref_threadsafe_function(env, r->tsfn));
+  else
+    TL_NAPI_CALL(env, napi_unref_threadsafe_function(env, r->tsfn));
+  return NULL;
+}
+
+static napi_value
+tl_napi_host_close(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  void *p = NULL;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_external(env, argv[0], &p));
+  tl__host_close(p, 1);
+  return NULL;
+}
+
+/* hostStats(handle) -> [slot, nodes in use, slots attached, names] */
+static napi_value
+tl_napi_host_stats(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], items[4];
+  uint32_t v[4];
+
+  TL_GET_ARGS(env, info, 1, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3]);
+  for (int i = 0; i < 4; i++)
+    items[i] = tl__int(env, v[i]);
+  return tl__array(env, items, 4);
+}
+
+napi_value
+tl__host_exports(napi_env env, napi_value exports)
+{
+  static const struct {
+    const char *name;
+    napi_callback cb;
+  } fns[] = {
+    { "hostAttach", tl_napi_host_attach },
+    { "hostRequest", tl_napi_host_request },
+    { "hostWait", tl_napi_host_wait },
+    { "hostRelease", tl_napi_host_release },
+    { "hostPoll", tl_napi_host_poll },
+    { "hostQuery", tl_napi_host_query },
+    { "hostRef", tl_napi_host_ref },
+    { "hostClose", tl_napi_host_close },
+    { "hostStats", tl_napi_host_stats },
+  };
+  napi_value v;
+
+  for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+    TL_NAPI_CALL(env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH,
+                                           fns[i].cb, NULL, &v));
+    TL_NAPI_CALL(env, napi_set_named_property(env, exports, fns[i].name, v));
+  }
+  /* Flags, states and errors, written once here and frozen for lib/. */
+  static const struct {
+    const char *name;
+    int value;
+  } constants[] = {
+    { "EXCLUSIVE", TL_HOST_EXCLUSIVE },
+    { "SYNC", TL_HOST_SYNC },
+    { "IF_AVAILABLE", TL_HOST_IF_AVAILABLE },
+    { "STEAL", TL_HOST_STEAL },
+    { "WAITING", TL_HOST_WAITING },
+    { "HELD", TL_HOST_HELD },
+    { "STOLEN", TL_HOST_STOLEN },
+    { "UNAVAILABLE", TL_HOST_UNAVAILABLE },
+    { "ECORRUPT", TL_HOST_ECORRUPT },
+    { "ENAMES", TL_HOST_ENAMES },
+    { "ENODES", TL_HOST_ENODES },
+    { "ETIMEDOUT", TL_HOST_ETIMEDOUT },
+    { "EINTR", TL_HOST_EINTR },
+    { "ENOTMINE", TL_HOST_ENOTMINE },
+    { "NAME_MAX", TL_HOST_NAME_MAX },
+    { "SLOTS", TL_HOST_SLOTS },
+    { "NODES", TL_HOST_NODES },
+    { "NAMES", TL_HOST_NAMES },
+  };
+  napi_value table, c;
+
+  TL_NAPI_CALL(env, napi_create_object(env, &table));
+  for (size_t i = 0; i < sizeof(constants) / sizeof(constants[0]); i++) {
+    TL_NAPI_CALL(env, napi_create_int32(env, constants[i].value, &c));
+    TL_NAPI_CALL(env,
+                 napi_set_named_property(env, table, constants[i].name, c));
+  }
+  TL_NAPI_CALL(env, napi_object_freeze(env, table));
+  TL_NAPI_CALL(env,
+               napi_set_named_property(env, exports, "hostConstants", table));
+  TL_NAPI_CALL(env, napi_get_boolean(env, true, &v));
+  TL_NAPI_CALL(env, napi_set_named_property(env, exports, "hostSupported", v));
+  return exports;
+}
+
+#else
+
+napi_value
+tl__host_exports(napi_env env, napi_value exports)
+{
+  napi_value v;
+  TL_NAPI_CALL(env, napi_get_boolean(env, false, &v));
+  TL_NAPI_CALL(env, napi_set_named_property(env, exports, "hostSupported", v));
+  return exports;
+}
+
+#endif

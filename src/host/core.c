@@ -1,0 +1,1136 @@
+/* The table of threadlock/host: a fixed-size file mapped MAP_SHARED by every
+ * attached process, holding process slots, named-lock entries and request
+ * nodes, and the protocol that changes it.
+ *
+ * Layout (version 1), every offset fixed by the constants in host.h:
+ *   header | slots[TL_HOST_SLOTS] | names[TL_HOST_NAMES] | nodes[...]
+ * Byte-range locks (not the file's contents) carry liveness: byte 0 is
+ * read-locked by every attachment (write-locked only by a first attacher
+ * while it re-initialises the file), byte TL_LIVE + i is write-locked by
+ * the owner of slot i for as long as it lives. OFD locks belong to the open
+ * file description, so the kernel drops them when the process dies, and
+ * they know nothing of pids: a reused pid or another PID namespace cannot
+ * fool them.
+ *
+ * Every change happens inside one internal critical section, a futex word
+ * in the header that holds the owner's slot number (not a thread id, which
+ * would mean nothing in another PID namespace). A process that dies inside
+ * it leaves its slot number there; whoever finds that slot dead takes the
+ * word over and runs tl__repair, which re-derives every list from the
+ * nodes and drops what does not check out.
+ *
+ * Any process of the user can write the file, so every index read from it
+ * is checked against its bound before use and every list walk is bounded:
+ * a corrupt table gives TL_HOST_ECORRUPT, never a stray access.
+ */
+#include "host.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform.h"
+
+#define TL_MAGIC 0x74736f686b636f6cULL /* "lockhost" */
+#define TL_VERSION 1u
+#define TL_FILE "threadlock-host.table"
+#define TL_LIVE 1u             /* liveness byte of slot i: TL_LIVE + i */
+#define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
+#define TL_CRIT_SLICE_MS 50    /* re-check the owner's liveness this often */
+
+enum { SLOT_FREE = 0, SLOT_ATTACHED = 1 };
+enum { NAME_EMPTY = 0, NAME_USED = 1, NAME_TOMB = 2 };
+
+typedef struct {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t size;
+  uint32_t nslots, nnames, nnodes, name_max;
+  _Atomic uint32_t crit; /* owner slot + 1, | TL_WAITERS */
+  uint32_t generation;   /* bumped by every re-initialisation */
+  uint64_t fence;        /* the last token handed out */
+  uint32_t node_hint;    /* where the next free-node search starts */
+  uint32_t pad;
+  uint64_t initialised_us;
+} tl_hdr_t;
+
+typedef struct {
+  uint32_t state;
+  uint32_t pid;
+  _Atomic uint32_t doorbell; /* bumped for every grant or steal of its nodes */
+  uint32_t gen;
+  uint64_t start_time;
+  uint64_t client; /* the clientId of query() */
+  /* Bumped (with the doorbell) when another process got ahead of one of
+   * this slot's waiting requests: a steal. Its helper then watches it. */
+  _Atomic uint32_t rewatch;
+  uint32_t pad;
+} tl_slot_t;
+
+typedef struct {
+  uint32_t state;
+  uint32_t len;
+  uint64_t hash;
+  uint32_t head, tail; /* node index + 1; 0: none */
+  uint32_t died;       /* a holder died holding it: told to the next grantee */
+  uint32_t pad;
+  char name[TL_HOST_NAME_MAX + 1];
+} tl_name_t;
+
+typedef struct {
+  _Atomic uint32_t state;
+  uint32_t slot;
+  uint32_t name;
+  uint32_t next; /* node index + 1 */
+  uint32_t flags;
+  _Atomic uint32_t word; /* a SYNC waiter sleeps on it */
+  uint32_t owner_died;
+  uint32_t pad;
+  uint64_t token;
+} tl_node_t;
+
+typedef struct {
+  tl_hdr_t hdr;
+  tl_slot_t slots[TL_HOST_SLOTS];
+  tl_name_t names[TL_HOST_NAMES];
+  tl_node_t nodes[TL_HOST_NODES];
+} tl_table_t;
+
+/* One watcher thread per other slot this attachment waits behind. */
+typedef struct {
+  tl_hp_thread_t *thread;
+  uint32_t gen; /* the slot generation it watches */
+  _Atomic int done;
+} tl_watch_t;
+
+struct tl_host_s {
+  int fd;
+  tl_table_t *t;
+  size_t size;
+  uint32_t slot;
+  _Atomic int stopping;
+  /* Which nodes are this attachment's and what poll last reported of
+   * each (TL_HOST_FREE: not ours). Protected by the table's crit. */
+  uint8_t mine[TL_HOST_NODES];
+  /* How many entries of `mine` are set: read by the helper thread, which
+   * watches other processes only while this attachment has requests. */
+  _Atomic uint32_t owned;
+  /* The slot's `rewatch` the helper thread last acted on (helper only). */
+  uint32_t rewatch_seen;
+  /* Taken before the table's crit by every thread of the attachment (the
+   * JS thread, the helper, the watchers), so that the slot number in crit
+   * names one thread at a time and "crit holds my own slot number" can
+   * only mean a dead earlier owner of the slot. */
+  tl_hp_mutex_t *local;
+  /* Protected by `lock` (a process-local mutex). */
+  tl_hp_mutex_t *lock;
+  tl_watch_t watch[TL_HOST_SLOTS];
+};
+
+/* Fault injection for the tests (THREADLOCK_HOST_FAULT=crit): the process
+ * kills itself inside the critical section of its first queued request,
+ * with the node linked but the tail not yet updated. */
+static int tl__fault = -1;
+
+static int
+tl__fault_armed(void)
+{
+  if (tl__fault < 0) {
+    const char *f = getenv("THREADLOCK_HOST_FAULT");
+    tl__fault = f != NULL && strcmp(f, "crit") == 0;
+  }
+  return tl__fault;
+}
+
+static uint64_t
+tl__hash(const char *s, size_t len)
+{
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+/* Whether the owner of slot `s` is alive. The attachment's own slot is
+ * invisible to its own probes (same open file description). */
+static int
+tl__alive(tl_host_t *h, uint32_t s)
+{
+  if (s == h->slot)
+    return 1;
+  return tl__hp_probe(h->fd, TL_LIVE + s) == TL_HP_OWNED;
+}
+
+/* ---- the critical section ---------------------------------------------- */
+
+static void tl__repair(tl_host_t *h);
+
+/* Takes the table's critical section. A contended wait sleeps in slices
+ * and checks, each time, whether the owner's process is still there: a
+ * dead owner's word is taken over and the table repaired. */
+static void
+tl__crit_lock(tl_host_t *h)
+{
+  _Atomic uint32_t *w = &h->t->hdr.crit;
+  uint32_t me = h->slot + 1;
+  uint32_t take = me;
+
+  tl__hp_mutex_lock(h->local);
+  for (;;) {
+    uint32_t v = 0;
+    if (atomic_compare_exchange_strong(w, &v, take))
+      return;
+    uint32_t owner = v & ~TL_WAITERS;
+    /* Our own slot number there means a dead earlier owner of our slot:
+     * no thread of this attachment nests the section. */
+    if (owner == me || owner == 0 || owner > TL_HOST_SLOTS ||
+        !tl__alive(h, owner - 1)) {
+      if (atomic_compare_exchange_strong(w, &v, me | (v & TL_WAITERS))) {
+        tl__repair(h);
+        return;
+      }
+      continue;
+    }
+    if (!(v & TL_WAITERS)) {
+      if (!atomic_compare_exchange_strong(w, &v, v | TL_WAITERS))
+        continue;
+      v |= TL_WAITERS;
+    }
+    tl__hp_wait((uint32_t *)w, v, TL_CRIT_SLICE_MS);
+    /* Having slept, take it with the waiters bit, so that the unlock
+     * wakes whoever else sleeps. */
+    take = me | TL_WAITERS;
+  }
+}
+
+static void
+tl__crit_unlock(tl_host_t *h)
+{
+  uint32_t v = atomic_exchange(&h->t->hdr.crit, 0);
+  if (v & TL_WAITERS)
+    tl__hp_wake((uint32_t *)&h->t->hdr.crit, 1);
+  tl__hp_mutex_unlock(h->local);
+}
+
+/* ---- checked access ---------------------------------------------------- */
+
+/* A node index + 1 read from the file, checked. Returns NULL for 0 (no
+ * node) and sets *bad for an index out of range. */
+static tl_node_t *
+tl__node_at(tl_host_t *h, uint32_t ref, int *bad)
+{
+  if (ref == 0)
+    return NULL;
+  if (ref > TL_HOST_NODES) {
+    *bad = 1;
+    return NULL;
+  }
+  return &h->t->nodes[ref - 1];
+}
+
+static uint32_t
+tl__node_ref(tl_host_t *h, tl_node_t *n)
+{
+  return (uint32_t)(n - h->t->nodes) + 1;
+}
+
+/* ---- names and lists --------------------------------------------------- */
+
+/* Finds the entry of `name`, or creates it when `create`. Returns the
+ * index, -1 when absent, or a negative error. */
+static int
+tl__name_find(tl_host_t *h, const char *name, size_t len, int create)
+{
+  uint64_t hash = tl__hash(name, len);
+  int free_at = -1;
+
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    uint32_t at = (uint32_t)((hash + i) % TL_HOST_NAMES);
+    tl_name_t *e = &h->t->names[at];
+    if (e->state == NAME_EMPTY) {
+      if (free_at < 0)
+        free_at = (int)at;
+      break;
+    }
+    if (e->state == NAME_TOMB) {
+      if (free_at < 0)
+        free_at = (int)at;
+      continue;
+    }
+    if (e->state != NAME_USED || e->len > TL_HOST_NAME_MAX)
+      return TL_HOST_ECORRUPT;
+    if (e->hash == hash && e->len == len && memcmp(e->name, name, len) == 0)
+      return (int)at;
+  }
+  if (!create)
+    return -1;
+  if (free_at < 0)
+    return TL_HOST_ENAMES;
+  tl_name_t *e = &h->t->names[free_at];
+  memset(e, 0, sizeof(*e));
+  memcpy(e->name, name, len);
+  e->len = (uint32_t)len;
+  e->hash = hash;
+  e->state = NAME_USED;
+  return free_at;
+}
+
+/* A name whose list is empty is no longer needed. Linear probing needs a
+ * tombstone there, unless the entry after it is empty: then it and the
+ * tombstones before it can be empty too, which keeps the probe chains of
+ * later lookups short. */
+static void
+tl__name_trim(tl_host_t *h, uint32_t at)
+{
+  tl_name_t *e = &h->t->names[at];
+  if (e->head != 0 || e->died)
+    return;
+  e->state = NAME_TOMB;
+  if (h->t->names[(at + 1) % TL_HOST_NAMES].state != NAME_EMPTY)
+    return;
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    tl_name_t *c = &h->t->names[(at + TL_HOST_NAMES - i) % TL_HOST_NAMES];
+    if (c->state != NAME_TOMB)
+      break;
+    c->state = NAME_EMPTY;
+  }
+}
+
+/* Unlinks `n` from its name's list. */
+static int
+tl__unlink(tl_host_t *h, tl_node_t *n)
+{
+  int bad = 0;
+  uint32_t ref = tl__node_ref(h, n);
+  if (n->name >= TL_HOST_NAMES)
+    return TL_HOST_ECORRUPT;
+  tl_name_t *e = &h->t->names[n->name];
+  tl_node_t *prev = NULL;
+  uint32_t cur = e->head;
+  for (uint32_t steps = 0; cur != 0; steps++) {
+    tl_node_t *c = tl__node_at(h, cur, &bad);
+    if (bad || steps > TL_HOST_NODES)
+      return TL_HOST_ECORRUPT;
+    if (cur == ref) {
+      if (prev == NULL)
+        e->head = n->next;
+      else
+        prev->next = n->next;
+      if (e->tail == ref)
+        e->tail = prev == NULL ? 0 : tl__node_ref(h, prev);
+      n->next = 0;
+      return 0;
+    }
+    prev = c;
+    cur = c->next;
+  }
+  return 0; /* not linked */
+}
+
+/* Tells the owner of `n` that its node changed. A blocking (SYNC) waiter
+ * sleeps on its node's word; an event loop learns of grants and steals
+ * through its slot's doorbell, which a steal rings for SYNC holders too
+ * (their lock's signal aborts from the event loop). */
+static void
+tl__ring(tl_host_t *h, tl_node_t *n, int steal)
+{
+  if (n->flags & TL_HOST_SYNC) {
+    atomic_fetch_add(&n->word, 1);
+    tl__hp_wake((uint32_t *)&n->word, 1);
+    if (!steal)
+      return;
+  }
+  if (n->slot < TL_HOST_SLOTS) {
+    tl_slot_t *s = &h->t->slots[n->slot];
+    atomic_fetch_add(&s->doorbell, 1);
+    tl__hp_wake((uint32_t *)&s->doorbell, 1);
+  }
+}
+
+/* Grants `n`. `ring` is false when the grant happens inside its own
+ * request, whose caller learns of it from the return value. */
+static void
+tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
+{
+  n->token = ++h->t->hdr.fence;
+  n->owner_died = e->died;
+  e->died = 0;
+  atomic_store(&n->state, TL_HOST_HELD);
+  if (ring)
+    tl__ring(h, n, 0);
+}
+
+/* Web Locks "process the lock request queue": grants the waiting requests
+ * at the front of the list that do not conflict with what is held, in
+ * order, stopping at the first that must wait. */
+static int
+tl__process(tl_host_t *h, uint32_t at)
+{
+  tl_name_t *e = &h->t->names[at];
+  int held_any = 0, held_excl = 0, bad = 0;
+  uint32_t cur = e->head;
+
+  for (uint32_t steps = 0; cur != 0; steps++) {
+    tl_node_t *n = tl__node_at(h, cur, &bad);
+    if (bad || steps > TL_HOST_NODES)
+      return TL_HOST_ECORRUPT;
+    int excl = (n->flags & TL_HOST_EXCLUSIVE) != 0;
+    uint32_t st = atomic_load(&n->state);
+    if (st == TL_HOST_WAITING) {
+      if (excl ? held_any : held_excl)
+        break;
+      tl__grant(h, e, n, 1);
+      st = TL_HOST_HELD;
+    }
+    if (st == TL_HOST_HELD) {
+      held_any = 1;
+      held_excl |= excl;
+    }
+    cur = n->next;
+  }
+  tl__name_trim(h, at);
+  return 0;
+}
+
+static tl_node_t *
+tl__node_alloc(tl_host_t *h)
+{
+  uint32_t hint = h->t->hdr.node_hint % TL_HOST_NODES;
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    uint32_t at = (hint + i) % TL_HOST_NODES;
+    tl_node_t *n = &h->t->nodes[at];
+    if (atomic_load(&n->state) == TL_HOST_FREE) {
+      h->t->hdr.node_hint = at + 1;
+      return n;
+    }
+  }
+  return NULL;
+}
+
+static void
+tl__node_free(tl_host_t *h, tl_node_t *n)
+{
+  uint32_t i = tl__node_ref(h, n) - 1;
+  if (n->slot == h->slot && h->mine[i] != TL_HOST_FREE) {
+    h->mine[i] = TL_HOST_FREE;
+    atomic_fetch_sub(&h->owned, 1);
+  }
+  n->next = 0;
+  atomic_store(&n->state, TL_HOST_FREE);
+}
+
+/* ---- recovery ---------------------------------------------------------- */
+
+/* Frees what a dead slot had: its held locks pass to their oldest waiters
+ * with ownerDied, its waiting requests leave their queues. Runs in crit. */
+static void
+tl__recover(tl_host_t *h, uint32_t s)
+{
+  uint8_t touched[TL_HOST_NAMES];
+
+  memset(touched, 0, sizeof(touched));
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    tl_node_t *n = &h->t->nodes[i];
+    uint32_t st = atomic_load(&n->state);
+    if (st == TL_HOST_FREE || n->slot != s)
+      continue;
+    if ((st == TL_HOST_WAITING || st == TL_HOST_HELD) &&
+        n->name < TL_HOST_NAMES) {
+      tl__unlink(h, n);
+      if (st == TL_HOST_HELD)
+        h->t->names[n->name].died = 1;
+      touched[n->name] = 1;
+    }
+    n->next = 0;
+    atomic_store(&n->state, TL_HOST_FREE);
+  }
+  h->t->slots[s].state = SLOT_FREE;
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
+    if (touched[i] && h->t->names[i].state == NAME_USED)
+      tl__process(h, i);
+}
+
+/* Recovers every attached slot whose process is gone. Runs in crit. */
+static void
+tl__sweep(tl_host_t *h)
+{
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    if (h->t->slots[s].state != SLOT_FREE && !tl__alive(h, s))
+      tl__recover(h, s);
+}
+
+/* After taking the section over from a dead owner: rebuilds every list
+ * from the nodes, which name their entry and keep their state. The dead
+ * owner may have left a list half-changed; nodes keep their relative order
+ * by index (FIFO may bend for the requests of that one moment), held nodes
+ * first. Runs in crit. */
+static void
+tl__repair(tl_host_t *h)
+{
+  tl_table_t *t = h->t;
+
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    t->names[i].head = t->names[i].tail = 0;
+    if (t->names[i].state != NAME_USED && t->names[i].state != NAME_TOMB)
+      t->names[i].state = NAME_EMPTY;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    uint32_t want = pass == 0 ? TL_HOST_HELD : TL_HOST_WAITING;
+    for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+      tl_node_t *n = &t->nodes[i];
+      uint32_t st = atomic_load(&n->state);
+      if (st != TL_HOST_FREE && st != TL_HOST_WAITING && st != TL_HOST_HELD &&
+          st != TL_HOST_STOLEN) {
+        atomic_store(&n->state, TL_HOST_FREE);
+        continue;
+      }
+      if (st != want)
+        continue;
+      if (n->name >= TL_HOST_NAMES || n->slot >= TL_HOST_SLOTS ||
+          t->names[n->name].state != NAME_USED) {
+        atomic_store(&n->state, TL_HOST_FREE);
+        continue;
+      }
+      tl_name_t *e = &t->names[n->name];
+      n->next = 0;
+      if (e->tail == 0)
+        e->head = i + 1;
+      else
+        t->nodes[e->tail - 1].next = i + 1;
+      e->tail = i + 1;
+    }
+  }
+  tl__sweep(h);
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
+    if (t->names[i].state == NAME_USED)
+      tl__process(h, i);
+}
+
+/* ---- watchers ---------------------------------------------------------- */
+
+typedef struct {
+  tl_host_t *h;
+  uint32_t slot;
+} tl_watch_arg_t;
+
+/* A watcher blocks on a slot's liveness byte: the kernel grants its read
+ * lock when the owner's write lock goes, that is, when the owner detaches
+ * or dies. No timer and no polling: the death is noticed at once. */
+static void *
+tl__watcher(void *data)
+{
+  tl_watch_arg_t *a = data;
+  tl_host_t *h = a->h;
+  uint32_t s = a->slot;
+
+  free(a);
+  tl__hp_cancel_point(1);
+  int r = tl__hp_lock_wait(h->fd, TL_LIVE + s, 0);
+  tl__hp_cancel_point(0);
+  if (r == 0) {
+    tl__hp_unlock(h->fd, TL_LIVE + s);
+    if (!atomic_load(&h->stopping)) {
+      tl__crit_lock(h);
+      /* A new process may have claimed the slot in between: it is then
+       * alive and has recovered the old owner's state itself. */
+      if (h->t->slots[s].state != SLOT_FREE && !tl__alive(h, s))
+        tl__recover(h, s);
+      tl__crit_unlock(h);
+    }
+  }
+  atomic_store(&h->watch[s].done, 1);
+  return NULL;
+}
+
+/* Marks the slots with requests ahead of this attachment's waiting ones
+ * (holders and earlier waiters): the processes whose death it must notice.
+ * Grants are in order, so the set only shrinks, except when a steal puts a
+ * process ahead, which rings `rewatch`. Runs in crit. */
+static void
+tl__ahead(tl_host_t *h, uint8_t ahead[TL_HOST_SLOTS])
+{
+  memset(ahead, 0, TL_HOST_SLOTS);
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    tl_node_t *n = &h->t->nodes[i];
+    if (n->slot != h->slot || atomic_load(&n->state) != TL_HOST_WAITING ||
+        n->name >= TL_HOST_NAMES)
+      continue;
+    int bad = 0;
+    uint32_t cur = h->t->names[n->name].head;
+    for (uint32_t steps = 0; cur != 0 && cur != i + 1; steps++) {
+      tl_node_t *c = tl__node_at(h, cur, &bad);
+      if (bad || steps > TL_HOST_NODES)
+        break;
+      if (c->slot < TL_HOST_SLOTS && c->slot != h->slot)
+        ahead[c->slot] = 1;
+      cur = c->next;
+    }
+  }
+}
+
+/* Starts a watcher for every slot marked in `ahead` that has none. */
+static void
+tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
+{
+  tl__hp_mutex_lock(h->lock);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
+    tl_watch_t *w = &h->watch[s];
+    if (s == h->slot || atomic_load(&h->stopping))
+      continue;
+    if (w->thread != NULL && atomic_load(&w->done)) {
+      tl__hp_thread_join(w->thread);
+      w->thread = NULL;
+    }
+    if (w->thread != NULL || !ahead[s])
+      continue;
+    tl_watch_arg_t *a = malloc(sizeof(*a));
+    if (a == NULL)
+      continue;
+    a->h = h;
+    a->slot = s;
+    atomic_store(&w->done, 0);
+    w->thread = tl__hp_thread_start(tl__watcher, a);
+    if (w->thread == NULL)
+      free(a);
+  }
+  tl__hp_mutex_unlock(h->lock);
+}
+
+/* ---- attach and detach ------------------------------------------------- */
+
+static void
+tl__init(tl_table_t *t, size_t size)
+{
+  uint64_t fence = 0;
+  uint32_t generation = 0;
+  uint64_t now = tl__hp_realtime_us();
+
+  /* Tokens stay monotonic across re-initialisations: from the old table
+   * when it was valid, and never below the wall clock in microseconds. */
+  if (t->hdr.magic == TL_MAGIC && t->hdr.version == TL_VERSION) {
+    fence = t->hdr.fence;
+    generation = t->hdr.generation;
+  }
+  memset(t, 0, size);
+  t->hdr.version = TL_VERSION;
+  t->hdr.size = (uint32_t)size;
+  t->hdr.nslots = TL_HOST_SLOTS;
+  t->hdr.nnames = TL_HOST_NAMES;
+  t->hdr.nnodes = TL_HOST_NODES;
+  t->hdr.name_max = TL_HOST_NAME_MAX;
+  t->hdr.fence = fence > now ? fence : now;
+  t->hdr.initialised_us = now;
+  t->hdr.generation = generation + 1;
+  atomic_thread_fence(memory_order_release);
+  t->hdr.magic = TL_MAGIC;
+}
+
+static int
+tl__check_header(tl_table_t *t, size_t size)
+{
+  return t->hdr.magic == TL_MAGIC && t->hdr.version == TL_VERSION &&
+         t->hdr.size == size && t->hdr.nslots == TL_HOST_SLOTS &&
+         t->hdr.nnames == TL_HOST_NAMES && t->hdr.nnodes == TL_HOST_NODES &&
+         t->hdr.name_max == TL_HOST_NAME_MAX;
+}
+
+tl_host_t *
+tl_host_attach(const char *dir, char *err, size_t errlen)
+{
+  size_t size = (sizeof(tl_table_t) + 4095) & ~(size_t)4095;
+  size_t have = 0;
+  tl_host_t *h = calloc(1, sizeof(*h));
+  int first;
+
+  if (h == NULL) {
+    strncpy(err, "out of memory", errlen);
+    return NULL;
+  }
+  h->fd = -1;
+  h->lock = tl__hp_mutex_new();
+  h->local = tl__hp_mutex_new();
+  if (h->lock == NULL || h->local == NULL) {
+    strncpy(err, "out of memory", errlen);
+    goto fail;
+  }
+  h->fd = tl__hp_open(dir, TL_FILE, err, errlen);
+  if (h->fd < 0)
+    goto fail;
+  /* First attacher: nobody else holds byte 0, so the file is ours to
+   * re-initialise (LMDB's and SQLite's approach). */
+  first = tl__hp_trylock(h->fd, 0, 1) == 0;
+  if (first) {
+    if (tl__hp_allocate(h->fd, size) != 0) {
+      strncpy(err, "cannot size the table file (is the disk full?)", errlen);
+      goto fail;
+    }
+  } else if (tl__hp_lock_wait(h->fd, 0, 0) != 0) {
+    strncpy(err, "cannot lock the table file", errlen);
+    goto fail;
+  }
+  if (tl__hp_size(h->fd, &have) != 0 || have < size) {
+    strncpy(err,
+            "the table file is corrupt (too small); it is rebuilt when no "
+            "process uses it",
+            errlen);
+    goto fail;
+  }
+  h->t = tl__hp_map(h->fd, size);
+  if (h->t == NULL) {
+    strncpy(err, "cannot map the table file", errlen);
+    goto fail;
+  }
+  h->size = size;
+  if (first) {
+    tl__init(h->t, size);
+    /* Downgrade to shared: later attachers see us. */
+    tl__hp_trylock(h->fd, 0, 0);
+  } else if (!tl__check_header(h->t, size)) {
+    strncpy(err,
+            "the table file is corrupt or of another version (bad header); "
+            "it is rebuilt when no process uses it",
+            errlen);
+    goto fail;
+  }
+  /* Claim a slot: a free one first, else one whose process is gone. */
+  h->slot = TL_HOST_SLOTS;
+  for (int pass = 0; pass < 2 && h->slot == TL_HOST_SLOTS; pass++) {
+    for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
+      if (pass == 0 && h->t->slots[s].state != SLOT_FREE)
+        continue;
+      if (tl__hp_trylock(h->fd, TL_LIVE + s, 1) == 0) {
+        h->slot = s;
+        break;
+      }
+    }
+  }
+  if (h->slot == TL_HOST_SLOTS) {
+    strncpy(err, "every process slot of the table is in use", errlen);
+    goto fail;
+  }
+  tl__crit_lock(h);
+  tl_slot_t *me = &h->t->slots[h->slot];
+  if (me->state != SLOT_FREE)
+    tl__recover(h, h->slot);
+  tl__sweep(h);
+  const char *fake = getenv("THREADLOCK_HOST_TEST_PID");
+  me->pid = fake != NULL ? (uint32_t)strtoul(fake, NULL, 10) : tl__hp_pid();
+  me->start_time = tl__hp_start_time();
+  me->gen++;
+  me->client = ++h->t->hdr.fence;
+  me->state = SLOT_ATTACHED;
+  tl__crit_unlock(h);
+  return h;
+
+fail:
+  err[errlen - 1] = '\0';
+  if (h->t != NULL)
+    tl__hp_unmap(h->t, size);
+  if (h->fd >= 0)
+    tl__hp_close(h->fd);
+  if (h->lock != NULL)
+    tl__hp_mutex_free(h->lock);
+  if (h->local != NULL)
+    tl__hp_mutex_free(h->local);
+  free(h);
+  return NULL;
+}
+
+void
+tl_host_detach(tl_host_t *h)
+{
+  atomic_store(&h->stopping, 1);
+  tl__crit_lock(h);
+  /* Everything of ours leaves the table, as a death would, except that
+   * nobody is told the owner died. */
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    tl_node_t *n = &h->t->nodes[i];
+    if (n->slot != h->slot || atomic_load(&n->state) == TL_HOST_FREE)
+      continue;
+    uint32_t st = atomic_load(&n->state);
+    if ((st == TL_HOST_WAITING || st == TL_HOST_HELD) &&
+        n->name < TL_HOST_NAMES) {
+      uint32_t at = n->name;
+      tl__unlink(h, n);
+      tl__node_free(h, n);
+      tl__process(h, at);
+    } else {
+      tl__node_free(h, n);
+    }
+  }
+  h->t->slots[h->slot].state = SLOT_FREE;
+  tl__crit_unlock(h);
+  tl__hp_unlock(h->fd, TL_LIVE + h->slot);
+  tl__hp_mutex_lock(h->lock);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    if (h->watch[s].thread != NULL)
+      tl__hp_thread_cancel(h->watch[s].thread);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
+    if (h->watch[s].thread != NULL)
+      tl__hp_thread_join(h->watch[s].thread);
+    h->watch[s].thread = NULL;
+  }
+  tl__hp_mutex_unlock(h->lock);
+  tl__hp_unmap(h->t, h->size);
+  tl__hp_close(h->fd);
+  tl__hp_mutex_free(h->lock);
+  tl__hp_mutex_free(h->local);
+  free(h);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* Whether a new request of `excl` at the tail of `e` is grantable now:
+ * nothing waits, and nothing held conflicts. Sets *blocked_by_dead when a
+ * request in the way belongs to a dead slot. */
+static int
+tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
+{
+  int bad = 0, ok = 1;
+  uint32_t cur = e->head;
+  uint8_t known[TL_HOST_SLOTS]; /* 0: not probed, 1: alive, 2: dead */
+
+  memset(known, 0, sizeof(known));
+  for (uint32_t steps = 0; cur != 0; steps++) {
+    tl_node_t *n = tl__node_at(h, cur, &bad);
+    if (bad || steps > TL_HOST_NODES || n->slot >= TL_HOST_SLOTS)
+      return TL_HOST_ECORRUPT;
+    uint32_t st = atomic_load(&n->state);
+    if (st == TL_HOST_WAITING || excl || (n->flags & TL_HOST_EXCLUSIVE)) {
+      ok = 0;
+      if (known[n->slot] == 0)
+        known[n->slot] = tl__alive(h, n->slot) ? 1 : 2;
+      if (known[n->slot] == 2)
+        *dead = 1;
+    }
+    cur = n->next;
+  }
+  return ok;
+}
+
+int
+tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
+                uint32_t *node, uint64_t *token, int *owner_died)
+{
+  int excl = (flags & TL_HOST_EXCLUSIVE) != 0;
+  int r, at, dead = 0, queued = 0;
+  uint8_t ahead[TL_HOST_SLOTS];
+
+  if (len > TL_HOST_NAME_MAX)
+    return TL_HOST_ENAMES;
+  tl__crit_lock(h);
+  at = tl__name_find(h, name, len, 1);
+  if (at < 0) {
+    r = at;
+    goto out;
+  }
+  tl_name_t *e = &h->t->names[at];
+  tl_node_t *n = tl__node_alloc(h);
+  if (n == NULL) {
+    tl__name_trim(h, (uint32_t)at);
+    r = TL_HOST_ENODES;
+    goto out;
+  }
+  memset(n, 0, sizeof(*n));
+  n->slot = h->slot;
+  n->name = (uint32_t)at;
+  n->flags = (uint32_t)(flags & (TL_HOST_EXCLUSIVE | TL_HOST_SYNC));
+  if (flags & TL_HOST_STEAL) {
+    /* Web Locks "request a lock", steal: every held lock of the name is
+     * released (its owner is told), and the request goes first. */
+    int bad = 0;
+    uint32_t cur = e->head;
+    for (uint32_t steps = 0; cur != 0; steps++) {
+      tl_node_t *c = tl__node_at(h, cur, &bad);
+      if (bad || steps > TL_HOST_NODES) {
+        r = TL_HOST_ECORRUPT;
+        goto out;
+      }
+      cur = c->next;
+      if (atomic_load(&c->state) == TL_HOST_HELD) {
+        tl__unlink(h, c);
+        if (c->slot < TL_HOST_SLOTS && tl__alive(h, c->slot)) {
+          atomic_store(&c->state, TL_HOST_STOLEN);
+          tl__ring(h, c, 1);
+        } else {
+          atomic_store(&c->state, TL_HOST_FREE);
+        }
+      } else if (c->slot < TL_HOST_SLOTS && c->slot != h->slot) {
+        /* A waiter now waits behind a new holder: its attachment's helper
+         * makes sure that holder is watched (tl_host_doorbell_wait). */
+        tl_slot_t *ws = &h->t->slots[c->slot];
+        atomic_fetch_add(&ws->rewatch, 1);
+        atomic_fetch_add(&ws->doorbell, 1);
+        tl__hp_wake((uint32_t *)&ws->doorbell, 1);
+      }
+    }
+    e->died = 0;
+    n->next = e->head;
+    e->head = tl__node_ref(h, n);
+    if (e->tail == 0)
+      e->tail = e->head;
+    atomic_store(&n->state, TL_HOST_WAITING);
+    tl__grant(h, e, n, 0);
+  } else {
+    r = tl__grantable(h, e, excl, &dead);
+    if (r < 0)
+      goto undo;
+    if (!r && dead) {
+      /* Whoever is in the way died: recover it before deciding. */
+      tl__sweep(h);
+      dead = 0;
+      r = tl__grantable(h, e, excl, &dead);
+      if (r < 0)
+        goto undo;
+    }
+    if (!r && (flags & TL_HOST_IF_AVAILABLE)) {
+      r = TL_HOST_UNAVAILABLE;
+      goto undo;
+    }
+    atomic_store(&n->state, TL_HOST_WAITING);
+    n->next = 0;
+    uint32_t ref = tl__node_ref(h, n);
+    if (e->tail == 0) {
+      e->head = ref;
+    } else {
+      int bad = 0;
+      tl_node_t *last = tl__node_at(h, e->tail, &bad);
+      if (bad) {
+        r = TL_HOST_ECORRUPT;
+        goto undo;
+      }
+      last->next = ref;
+    }
+    if (!r && tl__fault_armed())
+      raise(SIGKILL); /* the tail still points at the old last node */
+    e->tail = ref;
+    if (r)
+      tl__grant(h, e, n, 0);
+    else
+      queued = 1;
+  }
+  h->mine[tl__node_ref(h, n) - 1] = (uint8_t)atomic_load(&n->state);
+  atomic_fetch_add(&h->owned, 1);
+  if (queued)
+    tl__ahead(h, ahead);
+  *node = tl__node_ref(h, n) - 1;
+  *token = n->token;
+  *owner_died = (int)n->owner_died;
+  r = (int)atomic_load(&n->state);
+  tl__crit_unlock(h);
+  if (queued)
+    tl__watch(h, ahead);
+  return r;
+
+undo:
+  atomic_store(&n->state, TL_HOST_FREE);
+  tl__name_trim(h, (uint32_t)at);
+out:
+  tl__crit_unlock(h);
+  return r;
+}
+
+static tl_node_t *
+tl__mine(tl_host_t *h, uint32_t node)
+{
+  if (node >= TL_HOST_NODES || h->mine[node] == TL_HOST_FREE)
+    return NULL;
+  tl_node_t *n = &h->t->nodes[node];
+  return n->slot == h->slot ? n : NULL;
+}
+
+int
+tl_host_release(tl_host_t *h, uint32_t node)
+{
+  int r;
+
+  tl__crit_lock(h);
+  tl_node_t *n = tl__mine(h, node);
+  if (n == NULL) {
+    tl__crit_unlock(h);
+    return TL_HOST_ENOTMINE;
+  }
+  r = (int)atomic_load(&n->state);
+  if ((r == TL_HOST_WAITING || r == TL_HOST_HELD) && n->name < TL_HOST_NAMES) {
+    uint32_t at = n->name;
+    tl__unlink(h, n);
+    tl__node_free(h, n);
+    tl__process(h, at);
+  } else {
+    tl__node_free(h, n);
+  }
+  tl__crit_unlock(h);
+  return r;
+}
+
+int
+tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
+             const tl_host_stop_t *stop, uint64_t *token, int *owner_died)
+{
+  uint64_t deadline = timeout_ms < 0 ? 0 : tl__hp_monotonic_ms() + timeout_ms;
+  int interrupted = 0;
+  tl_node_t *n;
+  int r;
+
+  if (node >= TL_HOST_NODES || h->mine[node] == TL_HOST_FREE)
+    return TL_HOST_ENOTMINE;
+  n = &h->t->nodes[node];
+  for (;;) {
+    uint32_t w = atomic_load(&n->word);
+    if (atomic_load(&n->state) != TL_HOST_WAITING)
+      break;
+    int64_t left = -1;
+    if (timeout_ms >= 0) {
+      uint64_t now = tl__hp_monotonic_ms();
+      if (now >= deadline)
+        break;
+      left = (int64_t)(deadline - now);
+    }
+    /* A thread that may be terminated (a worker) sleeps in slices and asks
+     * between them, as threadlock's other blocking waits do. */
+    if (stop != NULL && (left < 0 || left > stop->slice_ms))
+      left = stop->slice_ms;
+    if (tl__hp_wait((uint32_t *)&n->word, w, left) == TL_HP_TIMED_OUT &&
+        stop != NULL && stop->fn(stop->data)) {
+      interrupted = 1;
+      break;
+    }
+  }
+  /* Granted (or stolen): the grant wrote the token before the state, and
+   * nobody but this thread changes the node of a live owner now, so no
+   * lock is needed to read it. `mine` is this attachment's JS thread's. */
+  r = (int)atomic_load(&n->state);
+  if (r == TL_HOST_HELD || r == TL_HOST_STOLEN) {
+    h->mine[node] = (uint8_t)r;
+    *token = n->token;
+    *owner_died = (int)n->owner_died;
+    return r;
+  }
+  tl__crit_lock(h);
+  r = (int)atomic_load(&n->state);
+  if (r == TL_HOST_WAITING) {
+    /* Timed out or interrupted: the request leaves its queue, which may
+     * let the ones behind it through. */
+    uint32_t at = n->name;
+    tl__unlink(h, n);
+    tl__node_free(h, n);
+    if (at < TL_HOST_NAMES)
+      tl__process(h, at);
+    r = interrupted ? TL_HOST_EINTR : TL_HOST_ETIMEDOUT;
+  } else {
+    h->mine[node] = (uint8_t)r;
+    *token = n->token;
+    *owner_died = (int)n->owner_died;
+  }
+  tl__crit_unlock(h);
+  return r;
+}
+
+int
+tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data)
+{
+  tl__crit_lock(h);
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    if (h->mine[i] == TL_HOST_FREE)
+      continue;
+    tl_node_t *n = &h->t->nodes[i];
+    uint32_t st = atomic_load(&n->state);
+    if (n->slot != h->slot || st == TL_HOST_FREE) {
+      /* Taken away by a repair: the request is lost as if stolen. */
+      h->mine[i] = TL_HOST_FREE;
+      atomic_fetch_sub(&h->owned, 1);
+      visit(data, i, TL_HOST_STOLEN, 0, 0);
+      continue;
+    }
+    if (st == h->mine[i])
+      continue;
+    h->mine[i] = (uint8_t)st;
+    visit(data, i, (int)st, n->token, (int)n->owner_died);
+  }
+  tl__crit_unlock(h);
+  return 0;
+}
+
+int
+tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data)
+{
+  int bad = 0;
+
+  tl__crit_lock(h);
+  tl__sweep(h);
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    tl_name_t *e = &h->t->names[i];
+    if (e->state != NAME_USED)
+      continue;
+    if (e->len > TL_HOST_NAME_MAX) {
+      bad = 1;
+      break;
+    }
+    uint32_t cur = e->head;
+    for (uint32_t steps = 0; cur != 0 && !bad; steps++) {
+      tl_node_t *n = tl__node_at(h, cur, &bad);
+      if (bad || steps > TL_HOST_NODES || n->slot >= TL_HOST_SLOTS) {
+        bad = 1;
+        break;
+      }
+      tl_slot_t *s = &h->t->slots[n->slot];
+      visit(data, e->name, e->len, (n->flags & TL_HOST_EXCLUSIVE) != 0,
+            atomic_load(&n->state) == TL_HOST_HELD, s->client, s->pid);
+      cur = n->next;
+    }
+  }
+  tl__crit_unlock(h);
+  return bad ? TL_HOST_ECORRUPT : 0;
+}
+
+int
+tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
+{
+  tl_slot_t *me = &h->t->slots[h->slot];
+  uint8_t ahead[TL_HOST_SLOTS];
+
+  for (;;) {
+    if (atomic_load(&h->stopping))
+      return -1;
+    uint32_t v = atomic_load(&me->doorbell);
+    if (v != *seen) {
+      *seen = v;
+      uint32_t rw = atomic_load(&me->rewatch);
+      if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
+        h->rewatch_seen = rw;
+        tl__crit_lock(h);
+        tl__ahead(h, ahead);
+        tl__crit_unlock(h);
+        tl__watch(h, ahead);
+      }
+      return 0;
+    }
+    tl__hp_wait((uint32_t *)&me->doorbell, v, -1);
+  }
+}
+
+void
+tl_host_doorbell_stop(tl_host_t *h)
+{
+  _Atomic uint32_t *d = &h->t->slots[h->slot].doorbell;
+  atomic_store(&h->stopping, 1);
+  atomic_fetch_add(d, 1);
+  tl__hp_wake((uint32_t *)d, 1 << 30);
+}
+
+void
+tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
+              uint32_t *names)
+{
+  *slot = h->slot;
+  *nodes = *slots = *names = 0;
+  tl__crit_lock(h);
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++)
+    *nodes += atomic_load(&h->t->nodes[i].state) != TL_HOST_FREE;
+  for (uint32_t i = 0; i < TL_HOST_SLOTS; i++)
+    *slots += h->t->slots[i].state != SLOT_FREE;
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
+    *names += h->t->names[i].state == NAME_USED;
+  tl__crit_unlock(h);
+}

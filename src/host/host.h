@@ -1,0 +1,106 @@
+/* threadlock/host: named locks shared by the processes of one host through
+ * a table file in a directory. This is the core's interface; it includes
+ * no Node-API header (binding_host.c is the glue).
+ *
+ * One attachment (tl_host_t) is one participant: a LockManager. It owns a
+ * process slot of the table, whose liveness is an OFD byte lock, and any
+ * number of request nodes. Attachments of one process are as separate as
+ * attachments of two processes.
+ */
+#ifndef TL_HOST_H_
+#define TL_HOST_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The bounds of the table, fixed by its layout version. */
+#define TL_HOST_SLOTS 128
+#define TL_HOST_NAMES 1024
+#define TL_HOST_NODES 4096
+#define TL_HOST_NAME_MAX 255 /* bytes of UTF-8 */
+
+/* Request flags. */
+enum {
+  TL_HOST_EXCLUSIVE = 1,
+  TL_HOST_SYNC = 2, /* a blocking waiter: woken on its node, not the doorbell */
+  TL_HOST_IF_AVAILABLE = 4,
+  TL_HOST_STEAL = 8
+};
+
+/* Node states in the table; also the results of requests and polls. */
+enum {
+  TL_HOST_FREE = 0,
+  TL_HOST_WAITING = 1,
+  TL_HOST_HELD = 2,
+  TL_HOST_STOLEN = 3,
+  TL_HOST_UNAVAILABLE = 4 /* ifAvailable, not grantable now (no node) */
+};
+
+/* Errors (negative returns). */
+enum {
+  TL_HOST_ECORRUPT = -1,  /* an index or header read from the file is bad */
+  TL_HOST_ENAMES = -2,    /* no free name entry */
+  TL_HOST_ENODES = -3,    /* no free request node */
+  TL_HOST_ETIMEDOUT = -4, /* requestSync's timeout ran out */
+  TL_HOST_ENOTMINE = -5,  /* a node that this attachment does not own */
+  TL_HOST_ECLOSED = -6,
+  TL_HOST_EINTR = -7 /* the waiting thread is being terminated */
+};
+
+typedef struct tl_host_s tl_host_t;
+
+/* Attaches to the table in `dir`. Returns NULL with a message in `err`. */
+tl_host_t *tl_host_attach(const char *dir, char *err, size_t errlen);
+
+/* Releases and withdraws everything the attachment has, stops its threads
+ * and frees it. Must not run concurrently with any other call on it. */
+void tl_host_detach(tl_host_t *h);
+
+/* Requests `name`. Returns the node's state (HELD, WAITING) or
+ * UNAVAILABLE, or a negative error; `*node` names the request. */
+int tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
+                    uint32_t *node, uint64_t *token, int *owner_died);
+
+/* Asked between slices of `slice_ms` of a blocking wait: nonzero when the
+ * waiting thread must stop (its worker is being terminated). */
+typedef struct {
+  int (*fn)(void *data);
+  void *data;
+  int64_t slice_ms;
+} tl_host_stop_t;
+
+/* Blocks the calling thread until a SYNC node is no longer waiting, or
+ * `timeout_ms` (< 0: none) ran out (TL_HOST_ETIMEDOUT), or `stop` (NULL:
+ * never) said so (TL_HOST_EINTR); in both cases the request is withdrawn.
+ * Returns HELD or STOLEN. */
+int tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
+                 const tl_host_stop_t *stop, uint64_t *token, int *owner_died);
+
+/* Releases a held lock, or withdraws a waiting request. Returns the state
+ * the node had: HELD, WAITING or STOLEN. */
+int tl_host_release(tl_host_t *h, uint32_t node);
+
+/* Reports the nodes of the attachment whose state changed since the last
+ * poll (grants and steals). `visit` runs with the table locked: it must
+ * only copy. */
+typedef void (*tl_host_poll_cb)(void *data, uint32_t node, int state,
+                                uint64_t token, int owner_died);
+int tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data);
+
+/* Lists every request of every attachment. */
+typedef void (*tl_host_query_cb)(void *data, const char *name, size_t len,
+                                 int exclusive, int held, uint64_t client,
+                                 uint32_t pid);
+int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data);
+
+/* The doorbell: the helper thread of an attachment sleeps in
+ * tl_host_doorbell_wait until a grant or steal concerns one of its nodes
+ * (or tl_host_doorbell_stop was called: returns -1). */
+int tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen);
+void tl_host_doorbell_stop(tl_host_t *h);
+
+/* Diagnostics for the tests: the slot, nodes in use, attached slots. */
+void tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes,
+                   uint32_t *slots, uint32_t *names);
+
+#endif

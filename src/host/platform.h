@@ -1,0 +1,75 @@
+/* The operating-system calls of threadlock/host, behind one small interface
+ * so that the table protocol (core.c) never names a system call. Linux
+ * implements it in platform_linux.c; macOS (os_sync_wait_on_address with
+ * the shared flag, kqueue) and Windows (named events and mutexes,
+ * LockFileEx) are each one more file implementing the same functions.
+ *
+ * Every function runs on any thread and takes no lock of its own.
+ */
+#ifndef TL_HOST_PLATFORM_H_
+#define TL_HOST_PLATFORM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Results of tl__hp_wait. */
+enum { TL_HP_WOKEN = 0, TL_HP_TIMED_OUT = 1 };
+
+/* Results of tl__hp_probe: who holds a liveness byte. */
+enum {
+  TL_HP_FREE = 0,   /* nobody: its process is gone, or never was */
+  TL_HP_OWNED = 1,  /* a write lock: the slot's process is alive */
+  TL_HP_WATCHED = 2 /* only read locks: survivors noticing its end */
+};
+
+/* Opens (creating it with mode 0600) the table file in `dir` and refuses
+ * network and virtual file systems. Returns the fd, or -1 with a message
+ * in `err`. */
+int tl__hp_open(const char *dir, const char *file, char *err, size_t errlen);
+void tl__hp_close(int fd);
+
+/* Byte-range locks owned by the open file description (not the process),
+ * dropped by the kernel when the last descriptor of it closes, that is,
+ * when the process dies. `exclusive` asks for a write lock. Non-blocking
+ * forms return 0 on success and -1 when another description conflicts. */
+int tl__hp_trylock(int fd, uint64_t byte, int exclusive);
+int tl__hp_lock_wait(int fd, uint64_t byte, int exclusive);
+void tl__hp_unlock(int fd, uint64_t byte);
+int tl__hp_probe(int fd, uint64_t byte);
+
+/* Sizes the file (allocating its blocks, so that a full disk shows now
+ * and not as SIGBUS later) and maps it shared. */
+int tl__hp_allocate(int fd, size_t size);
+int tl__hp_size(int fd, size_t *size);
+void *tl__hp_map(int fd, size_t size);
+void tl__hp_unmap(void *addr, size_t size);
+
+/* Futex-style waits on a 32-bit word of the shared mapping, keyed by the
+ * kernel on (file, offset), so that they cross processes. timeout_ms < 0
+ * waits without a limit. */
+int tl__hp_wait(uint32_t *word, uint32_t expected, int64_t timeout_ms);
+void tl__hp_wake(uint32_t *word, int count);
+
+/* Identity of this process, written into its slot for query(). */
+uint32_t tl__hp_pid(void);
+uint64_t tl__hp_start_time(void);
+uint64_t tl__hp_realtime_us(void);
+uint64_t tl__hp_monotonic_ms(void);
+
+/* A detached-at-join thread with a small stack, and its cancellation (the
+ * watcher threads block in tl__hp_lock_wait, which is a cancellation
+ * point; everything else they do runs with cancellation disabled). */
+typedef struct tl_hp_thread_s tl_hp_thread_t;
+tl_hp_thread_t *tl__hp_thread_start(void *(*fn)(void *), void *arg);
+void tl__hp_thread_cancel(tl_hp_thread_t *t);
+void tl__hp_thread_join(tl_hp_thread_t *t);
+void tl__hp_cancel_point(int enabled);
+
+/* A process-local mutex, for the attachment's own bookkeeping. */
+typedef struct tl_hp_mutex_s tl_hp_mutex_t;
+tl_hp_mutex_t *tl__hp_mutex_new(void);
+void tl__hp_mutex_free(tl_hp_mutex_t *m);
+void tl__hp_mutex_lock(tl_hp_mutex_t *m);
+void tl__hp_mutex_unlock(tl_hp_mutex_t *m);
+
+#endif

@@ -1,0 +1,350 @@
+/* Linux implementation of src/host/platform.h: OFD byte locks for process
+ * liveness, shared futexes for every wait, statfs to refuse file systems on
+ * which neither works, pthreads for the helper threads.
+ *
+ * Futexes are used without FUTEX_PRIVATE_FLAG: the kernel then keys a wait
+ * on a MAP_SHARED file page by (inode, offset), so a wake in one process
+ * reaches a waiter in another, whatever address each mapped the file at
+ * and whatever PID namespace each runs in.
+ */
+#include "platform.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Magic numbers of statfs(2) f_type for file systems whose byte locks or
+ * shared mappings are not coherent across the processes of one host, or
+ * not local at all. FUSE covers virtiofs and sshfs. */
+static const struct {
+  unsigned long magic;
+  const char *name;
+} tl__refused[] = {
+  { 0x6969, "NFS" },        { 0x517B, "SMB" },
+  { 0xFE534D42, "SMB2" },   { 0xFF534D42, "CIFS" },
+  { 0x01021997, "9p" },     { 0x65735546, "FUSE (or virtiofs)" },
+  { 0x00C36400, "Ceph" },   { 0x5346414F, "AFS" },
+  { 0x6B414653, "AFS" },    { 0x47504653, "GPFS" },
+  { 0x0BD00BD0, "Lustre" },
+};
+
+int
+tl__hp_open(const char *dir, const char *file, char *err, size_t errlen)
+{
+  struct statfs sf;
+  char path[PATH_MAX];
+  int fd;
+
+  if (statfs(dir, &sf) != 0) {
+    snprintf(err, errlen, "cannot use directory '%s': %s", dir,
+             strerror(errno));
+    return -1;
+  }
+  unsigned long type = (unsigned long)(unsigned int)sf.f_type;
+  /* The tests stand in another file system's type (they cannot mount one
+   * everywhere): THREADLOCK_HOST_TEST_FSTYPE=0x6969 is NFS. */
+  const char *fake = getenv("THREADLOCK_HOST_TEST_FSTYPE");
+  if (fake != NULL)
+    type = strtoul(fake, NULL, 0);
+  for (size_t i = 0; i < sizeof(tl__refused) / sizeof(tl__refused[0]); i++) {
+    if (type == tl__refused[i].magic) {
+      snprintf(err, errlen,
+               "'%s' is on a %s file system, whose locks and shared "
+               "memory are not reliable across processes; put the "
+               "directory on a local disk or tmpfs, or use "
+               "threadlock/postgres to lock across machines",
+               dir, tl__refused[i].name);
+      return -1;
+    }
+  }
+  if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+      sizeof(path)) {
+    snprintf(err, errlen, "the path '%s' is too long", dir);
+    return -1;
+  }
+  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  return fd;
+}
+
+void
+tl__hp_close(int fd)
+{
+  close(fd);
+}
+
+static int
+tl__ofd(int fd, int cmd, short type, uint64_t byte, struct flock *out)
+{
+  struct flock fl;
+
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)byte;
+  fl.l_len = 1;
+  fl.l_pid = 0; /* OFD locks require 0 */
+  for (;;) {
+    int r = fcntl(fd, cmd, &fl);
+    if (r == 0 || errno != EINTR)
+      break;
+  }
+  if (out != NULL)
+    *out = fl;
+  return 0;
+}
+
+int
+tl__hp_trylock(int fd, uint64_t byte, int exclusive)
+{
+  struct flock fl;
+
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = exclusive ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)byte;
+  fl.l_len = 1;
+  return fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -1;
+}
+
+int
+tl__hp_lock_wait(int fd, uint64_t byte, int exclusive)
+{
+  struct flock fl;
+
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = exclusive ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)byte;
+  fl.l_len = 1;
+  /* A signal may interrupt the wait (EINTR): wait again. */
+  for (;;) {
+    if (fcntl(fd, F_OFD_SETLKW, &fl) == 0)
+      return 0;
+    if (errno != EINTR)
+      return -1;
+  }
+}
+
+void
+tl__hp_unlock(int fd, uint64_t byte)
+{
+  tl__ofd(fd, F_OFD_SETLK, F_UNLCK, byte, NULL);
+}
+
+int
+tl__hp_probe(int fd, uint64_t byte)
+{
+  struct flock fl;
+
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)byte;
+  fl.l_len = 1;
+  if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+    return TL_HP_OWNED; /* cannot tell: never declare a death */
+  if (fl.l_type == F_UNLCK)
+    return TL_HP_FREE;
+  return fl.l_type == F_WRLCK ? TL_HP_OWNED : TL_HP_WATCHED;
+}
+
+int
+tl__hp_allocate(int fd, size_t size)
+{
+  struct stat st;
+
+  if (fstat(fd, &st) != 0)
+    return -1;
+  if ((size_t)st.st_size != size && ftruncate(fd, (off_t)size) != 0)
+    return -1;
+  /* tmpfs and most local file systems support it; where one does not,
+   * the truncated file is still usable. */
+  int r = posix_fallocate(fd, 0, (off_t)size);
+  return r == 0 || r == EOPNOTSUPP || r == EINVAL ? 0 : -1;
+}
+
+int
+tl__hp_size(int fd, size_t *size)
+{
+  struct stat st;
+
+  if (fstat(fd, &st) != 0)
+    return -1;
+  *size = (size_t)st.st_size;
+  return 0;
+}
+
+void *
+tl__hp_map(int fd, size_t size)
+{
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void
+tl__hp_unmap(void *addr, size_t size)
+{
+  munmap(addr, size);
+}
+
+int
+tl__hp_wait(uint32_t *word, uint32_t expected, int64_t timeout_ms)
+{
+  struct timespec ts, *tp = NULL;
+  long r;
+
+  if (timeout_ms >= 0) {
+    ts.tv_sec = (time_t)(timeout_ms / 1000);
+    ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+    tp = &ts;
+  }
+  r = syscall(SYS_futex, word, FUTEX_WAIT, expected, tp, NULL, 0);
+  return r != 0 && errno == ETIMEDOUT ? TL_HP_TIMED_OUT : TL_HP_WOKEN;
+}
+
+void
+tl__hp_wake(uint32_t *word, int count)
+{
+  syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0);
+}
+
+uint32_t
+tl__hp_pid(void)
+{
+  return (uint32_t)getpid();
+}
+
+/* Field 22 of /proc/self/stat: the start time in clock ticks since boot,
+ * which tells a process apart from a later one that got the same pid. */
+uint64_t
+tl__hp_start_time(void)
+{
+  char buf[1024];
+  unsigned long long t = 0;
+  FILE *f = fopen("/proc/self/stat", "re");
+  char *p;
+
+  if (f == NULL)
+    return 0;
+  if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL) {
+    /* After the command name: state is field 3, start time field 22. */
+    int field = 2;
+    for (p++; *p != '\0' && field < 21; p++)
+      if (*p == ' ')
+        field++;
+    sscanf(p, "%llu", &t);
+  }
+  fclose(f);
+  return t;
+}
+
+uint64_t
+tl__hp_realtime_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t
+tl__hp_monotonic_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+struct tl_hp_thread_s {
+  pthread_t thread;
+};
+
+tl_hp_thread_t *
+tl__hp_thread_start(void *(*fn)(void *), void *arg)
+{
+  tl_hp_thread_t *t = malloc(sizeof(*t));
+  pthread_attr_t attr;
+  int r;
+
+  if (t == NULL)
+    return NULL;
+  pthread_attr_init(&attr);
+  /* The threads only wait and walk the table: a small stack will do. */
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  r = pthread_create(&t->thread, &attr, fn, arg);
+  pthread_attr_destroy(&attr);
+  if (r != 0) {
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
+void
+tl__hp_thread_cancel(tl_hp_thread_t *t)
+{
+  pthread_cancel(t->thread);
+}
+
+void
+tl__hp_thread_join(tl_hp_thread_t *t)
+{
+  pthread_join(t->thread, NULL);
+  free(t);
+}
+
+void
+tl__hp_cancel_point(int enabled)
+{
+  int old;
+  pthread_setcancelstate(
+      enabled ? PTHREAD_CANCEL_ENABLE : PTHREAD_CANCEL_DISABLE, &old);
+}
+
+struct tl_hp_mutex_s {
+  pthread_mutex_t m;
+};
+
+tl_hp_mutex_t *
+tl__hp_mutex_new(void)
+{
+  tl_hp_mutex_t *m = malloc(sizeof(*m));
+  if (m != NULL)
+    pthread_mutex_init(&m->m, NULL);
+  return m;
+}
+
+void
+tl__hp_mutex_free(tl_hp_mutex_t *m)
+{
+  pthread_mutex_destroy(&m->m);
+  free(m);
+}
+
+void
+tl__hp_mutex_lock(tl_hp_mutex_t *m)
+{
+  if (pthread_mutex_lock(&m->m) != 0)
+    abort();
+}
+
+void
+tl__hp_mutex_unlock(tl_hp_mutex_t *m)
+{
+  if (pthread_mutex_unlock(&m->m) != 0)
+    abort();
+}

@@ -1,0 +1,194 @@
+'use strict'
+
+// threadlock/host within one process: requestSync's handle, EDEADLK,
+// close(), several managers and worker threads on one directory, tokens
+// across a rebuilt table.
+
+const assert = require('assert')
+const fs = require('fs')
+const path = require('path')
+const { Worker } = require('worker_threads')
+const { createLockManager, HeldLock, LockError } = require('../host')
+const { scopeDir } = require('./fixtures/host-harness')
+const { sleep, within } = require('./fixtures/threads')
+
+const dispose = Symbol.dispose || Symbol.for('nodejs.dispose')
+
+describe('threadlock/host in one process', function () {
+  this.timeout(30000)
+  let dir
+  beforeEach(() => { dir = scopeDir() })
+
+  it('requestSync returns a HeldLock; release() is idempotent and dispose releases', async () => {
+    const m = createLockManager({ path: dir })
+    const held = m.requestSync('h')
+    assert.ok(held instanceof HeldLock)
+    assert.strictEqual(held.name, 'h')
+    assert.strictEqual(held.mode, 'exclusive')
+    assert.strictEqual(typeof held.token, 'bigint')
+    assert.strictEqual(held.ownerDied, false)
+    assert.strictEqual(held.held, true)
+    assert.strictEqual(m.requestSync('h', { ifAvailable: true }), null)
+    assert.strictEqual(held.release(), true)
+    assert.strictEqual(held.release(), false)
+    const again = m.requestSync('h')
+    assert.ok(again.token > held.token)
+    again[dispose]()
+    assert.strictEqual(again.held, false)
+    assert.strictEqual(m.stats().nodes, 0)
+    await m.close()
+  })
+
+  it('EDEADLK: a blocking request for a lock this manager holds (or waits for) could never be granted', async () => {
+    const m = createLockManager({ path: dir })
+    const held = m.requestSync('d')
+    assert.throws(() => m.requestSync('d'), (err) => err instanceof LockError && err.code === 'EDEADLK' &&
+      err.message === 'LockManager.requestSync: this thread holds lock "d" already, so a blocking wait would never return')
+    held.release()
+    const s1 = m.requestSync('d2', { mode: 'shared' })
+    // A second shared lock is granted at once; an exclusive one never would be.
+    const s2 = m.requestSync('d2', { mode: 'shared' })
+    assert.throws(() => m.requestSync('d2'), (err) => err.code === 'EDEADLK')
+    s1.release()
+    s2.release()
+    await m.request('d3', () => {
+      assert.throws(() => m.requestSync('d3', { timeout: 10000 }), (err) => err.code === 'EDEADLK')
+    })
+    assert.strictEqual(m.stats().nodes, 0)
+    await m.close()
+  })
+
+  it("request()'s timeout (threadlock's addition, as in threadlock.locks): a waiting request rejects with LockError ETIMEDOUT and leaves the queue", async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    const held = a.requestSync('t')
+    let ran = false
+    const t0 = Date.now()
+    const waiting = b.request('t', { timeout: 50 }, () => { ran = true }).then(() => null, (e) => e)
+    // The table's nodes: the holder's and the waiting request's.
+    assert.strictEqual(b.stats().nodes, 2)
+    const err = await within(waiting, 5000, 'the timed-out request settled')
+    assert.ok(err instanceof LockError, `expected a LockError, got ${err && err.stack}`)
+    assert.strictEqual(err.code, 'ETIMEDOUT')
+    assert.strictEqual(err.message, 'LockManager.request: lock "t": not acquired within 50 ms')
+    assert.ok(Date.now() - t0 >= 40, 'rejected before its timeout')
+    assert.strictEqual(b.stats().nodes, 1)
+    // Nothing of it stays queued: the next request is granted at the release.
+    const next = b.request('t', { timeout: 5000 }, () => 'next')
+    held.release()
+    assert.strictEqual(await within(next, 5000, 'the next request'), 'next')
+    assert.strictEqual(ran, false)
+    assert.strictEqual(b.stats().nodes, 0)
+    await a.close()
+    await b.close()
+  })
+
+  it('two managers on one directory exclude each other like two processes', async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    const order = []
+    const held = a.requestSync('two')
+    const pb = b.request('two', (lock) => { order.push('b'); return lock.token })
+    await sleep(50)
+    order.push('a releases')
+    held.release()
+    const token = await within(pb, 5000, 'b granted')
+    assert.deepStrictEqual(order, ['a releases', 'b'])
+    assert.ok(token > held.token)
+  })
+
+  it('close() rejects waiting requests, aborts held locks and frees everything in the table', async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    const held = a.requestSync('c')
+    let signal
+    const holding = b.request('c2', (lock) => { signal = lock.signal; return sleep(100) })
+    const waiting = b.request('c', () => 'never')
+    await sleep(20)
+    await b.close()
+    await assert.rejects(waiting, (err) => err.code === 'ECLOSED' && err.message === 'LockManager.close: the lock manager was closed')
+    assert.strictEqual(signal.aborted, true)
+    await assert.rejects(holding, (err) => err.code === 'ECLOSED')
+    held.release()
+    assert.strictEqual(a.stats().nodes, 0)
+    assert.strictEqual(a.stats().slots, 1)
+    await a.close()
+  })
+
+  it('a lock stolen between its grant and its callback: the request rejects and no node is left', async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    for (let i = 0; i < 20; i++) {
+      let signal = null
+      const p = a.request('sb', (lock) => { signal = lock.signal })
+      // Granted at once; its callback waits for a task of its own, and the
+      // steal comes first.
+      const held = b.requestSync('sb', { steal: true })
+      await assert.rejects(p, (err) => err.name === 'AbortError')
+      // The callback either never ran or saw its signal abort.
+      await sleep(5)
+      assert.ok(signal === null || signal.aborted)
+      assert.strictEqual(a.stats().nodes, 1, `round ${i}: only b's lock has a node`)
+      held.release()
+    }
+    await a.close()
+    await b.close()
+  })
+
+  it('worker threads that name the same directory exclude each other', async () => {
+    const file = path.join(dir, 'count.txt')
+    fs.writeFileSync(file, '0')
+    const code = `
+      const { workerData } = require('worker_threads')
+      const fs = require('fs')
+      const { createLockManager } = require(${JSON.stringify(path.join(__dirname, '..', 'host'))})
+      const m = createLockManager({ path: workerData.dir })
+      for (let i = 0; i < 200; i++) {
+        const held = m.requestSync('w')
+        fs.writeFileSync(workerData.file, String(Number(fs.readFileSync(workerData.file, 'utf8')) + 1))
+        held.release()
+      }
+      m.close()
+    `
+    const workers = [1, 2, 3].map(() => new Worker(code, { eval: true, workerData: { dir, file } }))
+    await within(Promise.all(workers.map((w) => new Promise((resolve, reject) => {
+      w.once('error', reject)
+      w.once('exit', resolve)
+    }))), 20000, 'workers done')
+    assert.strictEqual(fs.readFileSync(file, 'utf8'), '600')
+  })
+
+  it('worker.terminate() ends a worker blocked in requestSync; its request leaves the queue', async () => {
+    const m = createLockManager({ path: dir })
+    const held = m.requestSync('term')
+    const code = `
+      const { workerData, parentPort } = require('worker_threads')
+      const { createLockManager } = require(${JSON.stringify(path.join(__dirname, '..', 'host'))})
+      const m = createLockManager({ path: workerData.dir })
+      parentPort.postMessage('waiting')
+      m.requestSync('term')
+      parentPort.postMessage('granted')
+    `
+    const w = new Worker(code, { eval: true, workerData: { dir } })
+    const messages = []
+    w.on('message', (msg) => messages.push(msg))
+    while ((await m.query()).pending.length === 0) await sleep(5)
+    await within(w.terminate(), 5000, 'terminate() of a worker blocked in requestSync')
+    assert.deepStrictEqual(messages, ['waiting'])
+    assert.deepStrictEqual((await m.query()).pending, [])
+    held.release()
+    assert.strictEqual(m.stats().nodes, 0)
+    await m.close()
+  })
+
+  it('tokens keep increasing when the table is rebuilt by a first attacher', async () => {
+    const a = createLockManager({ path: dir })
+    const t1 = a.requestSync('t').token
+    await a.close()
+    const b = createLockManager({ path: dir })
+    const held = b.requestSync('t')
+    assert.ok(held.token > t1)
+    held.release()
+    await b.close()
+  })
+})
