@@ -486,9 +486,11 @@ export declare class AsyncLock {
 
 /**
  * A counting semaphore shared by threads: a number of permits in one Int32
- * of a SharedArrayBuffer. Requests are granted in FIFO order: once a request
- * waits, later ones queue behind it even if they would fit, so a large
- * request is never starved by small ones.
+ * of a SharedArrayBuffer. A request takes permits whenever enough are
+ * available, also while others wait; waiting requests are served in the
+ * order they queued, and one that has waited `lockPolicy.starvationMs` gets
+ * the permits that releases return before any later request takes permits,
+ * so a large request is never starved by small ones.
  */
 export declare class Semaphore {
   /**
@@ -497,7 +499,7 @@ export declare class Semaphore {
    * Warning: this overwrites the word. To open a semaphore that already
    * lives in `buffer` (for example in a worker), use {@link Semaphore.from}.
    *
-   * @param permits the initial count, 0 to 2^30 - 1; default 1
+   * @param permits the initial count, 0 to 2^29 - 1; default 1
    * @param buffer the shared memory; a new 4-byte buffer by default
    * @param byteOffset where the word is, a multiple of 4; default 0
    * @throws {TypeError} for a bad argument type
@@ -561,7 +563,7 @@ export declare class Semaphore {
    * first. Any thread may release; permits have no owner.
    *
    * @param permits how many; default 1
-   * @throws {RangeError} if the count would exceed 2^30 - 1
+   * @throws {RangeError} if the count would exceed 2^29 - 1
    */
   release (permits?: number): void
 

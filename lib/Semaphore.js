@@ -1,20 +1,28 @@
 'use strict'
 
 // Semaphore: a count of permits in one Int32 of a SharedArrayBuffer, shared
-// by every thread that opens it. Requests are granted in FIFO order: once a
-// request waits, later ones queue behind it even if they would fit, so a
-// large request is never starved by small ones.
+// by every thread that opens it. The policy is the lock's (src/sem.c):
+// a request takes permits whenever enough are available, also while others
+// wait (barging); queued requests are served in the order they queued; and
+// a request that has waited POLICY_STARVING_NS gets the permits that
+// releases return before any later request takes permits, so a large
+// request is never starved by a stream of small ones.
 //
-// Word layout (src/waiters.h): the available permits in the low 30 bits and
-// bit 30 set while requests are queued. Without queued requests, acquire and
-// release are one compare-exchange in JavaScript.
+// Word layout (src/waiters.h): the available permits in the low 29 bits
+// (SEM_MASK), SEM_RESERVED (permits kept for a starving request at the
+// head), GATE_WAITERS (requests are queued) and SEM_WOKEN (the head was
+// woken and is on its way). These fast paths are one compare-exchange
+// each: acquire while the permits suffice and are not reserved, release
+// while nobody is queued or woken; the core decides everything else.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
 const { readCount, readSyncOptions, readAsyncOptions } = require('./validate')
 
-const { GATE_SEM, SEM_MASK: MASK, GATE_WAITERS: WAITERS_BIT } = native.constants
+const {
+  GATE_SEM, SEM_MASK: MASK, SEM_RESERVED: RESERVED, SEM_WOKEN: WOKEN, GATE_WAITERS: WAITERS
+} = native.constants
 const { compareExchange, load, store } = Atomics
 
 function readPermits (k, where) {
@@ -47,9 +55,10 @@ class Semaphore extends SharedSlot {
   /** Requests waiting, in all threads. */
   get waiting () { return native.waiterCount(this.#i32, 0) }
 
+  // Barging: queued requests do not stop this one, reserved permits do.
   #fast (k) {
     let v = load(this.#i32, 0)
-    while (!(v & WAITERS_BIT) && (v & MASK) >= k) {
+    while (!(v & RESERVED) && (v & MASK) >= k) {
       const seen = compareExchange(this.#i32, 0, v, v - k)
       if (seen === v) return true
       v = seen
@@ -81,11 +90,11 @@ class Semaphore extends SharedSlot {
     return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', () => this.release(n))
   }
 
-  /** Returns `k` permits and grants waiting requests in order. */
+  /** Returns `k` permits; the core wakes or grants a queued request. */
   release (k) {
     const n = readPermits(k, 'Semaphore.release')
     let v = load(this.#i32, 0)
-    while (!(v & WAITERS_BIT)) {
+    while (!(v & (WAITERS | WOKEN))) {
       if ((v & MASK) + n > MASK) throw new RangeError(`Semaphore.release: ${n} more permits would exceed ${MASK}`)
       const seen = compareExchange(this.#i32, 0, v, v + n)
       if (seen === v) return

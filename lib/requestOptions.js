@@ -77,7 +77,7 @@ function parseRequest (name, options, callback) {
         throw new TypeError(`LockManager.request: options.timeout must be a number of milliseconds, received ${describe(t)}`)
       }
       if (t !== t || t < 0) {
-        throw new RangeError(`LockManager.request: options.timeout must be a non-negative number of milliseconds or Infinity, received ${t}`)
+        throw new RangeError(`LockManager.request: options.timeout must be >= 0 (Infinity for none), received ${t}`)
       }
       timeout = t
     }

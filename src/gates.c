@@ -55,12 +55,25 @@ tl__gate_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
   }
 }
 
+/* Runs with no lock held before a woken request competes: the lock
+ * policy's courtesy wait (lock.c) for locks and writers. A woken semaphore
+ * request competes at once: a semaphore has no holder whose slice a
+ * prompt taker would cut short. */
+static void
+tl__gate_courtesy(const tl_waiter_t *w)
+{
+  if (w->gate == TL_GATE_LOCK || w->gate == TL_GATE_WRITE)
+    tl__courtesy_wait(w);
+}
+
 /* A queued request whose thread runs again after its wait ended. */
 static int
 tl__gate_resume(tl_bucket_t *b, tl_waiter_t *w)
 {
   if (w->gate == TL_GATE_LOCK || w->gate == TL_GATE_WRITE)
     return tl__lock_resume(b, w);
+  if (w->gate == TL_GATE_SEM)
+    return tl__sem_resume(b, w);
   if (atomic_load(&w->state) == TL_NOTIFIED)
     return w->owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED;
   return TL_RESULT_PENDING;
@@ -123,7 +136,7 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
       return r;
     /* Granted, or woken to compete: the waiter is still linked unless
      * granted, so its fields are the table's until the lock is taken. */
-    tl__courtesy_wait(&sw.base);
+    tl__gate_courtesy(&sw.base);
     tl_mutex_lock(&b->lock);
     r = tl__gate_resume(b, &sw.base);
   }
@@ -157,7 +170,7 @@ tl_gate_retry_async(tl_waiter_t *w)
   tl_bucket_t *b = tl__bucket(w->addr);
   int r;
 
-  tl__courtesy_wait(w);
+  tl__gate_courtesy(w);
   tl_mutex_lock(&b->lock);
   r = tl__gate_resume(b, w);
   tl_mutex_unlock(&b->lock);

@@ -8,7 +8,8 @@
  *   lock.c         the lock policy, one state machine for lock words and
  *                  RWLock writers (drawn at the top of the file)
  *   rwlock.c       readers: grants, per-thread read holds, recovery
- *   sem.c          the semaphore's policy
+ *   sem.c          the semaphore's policy (the lock policy for permits,
+ *                  drawn at the top of the file)
  *   gate_queue.c   gate waiters in a bucket: enqueue, first, wake, grant
  *   table.c        the parking table: buckets, FIFO, park, notify, cancel;
  *                  it knows no gate, only the hooks a waiter carries
@@ -110,6 +111,7 @@ void tl__rw_left(tl_bucket_t *b, tl_waiter_t *w);
 
 /* sem.c: the semaphore. */
 int tl__sem_try(tl_bucket_t *b, tl_waiter_t *w);
+int tl__sem_resume(tl_bucket_t *b, tl_waiter_t *w);
 int tl__sem_release(tl_bucket_t *b, _Atomic int32_t *word, uint32_t amount);
 void tl__sem_left(tl_bucket_t *b, tl_waiter_t *w);
 

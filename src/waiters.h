@@ -56,8 +56,14 @@
  *
  * Every gate word (lock, semaphore, read-write lock) uses bit 30 as its
  * waiters bit (GATE_WAITERS): while it is set only the core frees the word.
- * A semaphore word holds the permits available in the low 30 bits
- * (SEM_MASK). A read-write lock word holds, with RW_WRITER set, the
+ * A semaphore word holds the permits available in the low 29 bits
+ * (SEM_MASK); SEM_RESERVED says that the permits are kept for the request
+ * at the head of the queue, which has starved, so nobody else may take
+ * them; SEM_WOKEN (bit 31) that the head was woken to compete and has not
+ * tried yet (the semaphore's policy, drawn at the top of sem.c). A
+ * release with GATE_WAITERS or SEM_WOKEN set goes through the core, and
+ * an acquire takes permits outside it only while SEM_RESERVED is clear.
+ * A read-write lock word holds, with RW_WRITER set, the
  * writer's id in the low 28 bits (RW_MASK), otherwise the number of readers
  * there; RW_OWNER_DIED says that a thread died holding it (read or write)
  * and is cleared by the next writer's release; bit 31 is the lock policy's
@@ -76,7 +82,9 @@
   XX(LOCK_ID_MASK, 0x1fffffff)                                                 \
   XX(LOCK_WOKEN, INT32_MIN)                                                    \
   XX(GATE_WAITERS, 0x40000000)                                                 \
-  XX(SEM_MASK, 0x3fffffff)                                                     \
+  XX(SEM_MASK, 0x1fffffff)                                                     \
+  XX(SEM_RESERVED, 0x20000000)                                                 \
+  XX(SEM_WOKEN, INT32_MIN)                                                     \
   XX(RW_WRITER, 0x20000000)                                                    \
   XX(RW_OWNER_DIED, 0x10000000)                                                \
   XX(RW_MASK, 0x0fffffff)                                                      \
@@ -199,7 +207,9 @@ int tl_lock_release(int32_t *word, uint32_t id);
 
 /* The same for every gate kind: `gate` is a TL_GATE_* other than NONE,
  * `amount` the permits of a semaphore request (0 otherwise). Release
- * returns 0, TL_ENOTOWNER or TL_EOVERFLOW; grants go in FIFO order. */
+ * returns 0, TL_ENOTOWNER or TL_EOVERFLOW. Queued requests are granted or
+ * woken in the order they queued; the policies (lock.c, sem.c) say when a
+ * running thread may take the gate before them. */
 int tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
                     double timeout_ms, const tl_probe_t *probe);
 int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
@@ -207,10 +217,11 @@ int tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
 int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 
 /* For an async gate waiter that its settle callback reported while it was
- * still WOKEN: competes for the word now (see lock.c). Returns ACQUIRED or
- * OWNER_DIED (it took the lock, or a release handed it over meanwhile), or
+ * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED
+ * or OWNER_DIED (it took the lock, or a release handed it over meanwhile), or
  * PENDING: it sleeps again in its place in the queue. Runs on the thread
- * that owns `w`, after the policy's courtesy wait. */
+ * that owns `w`, after the lock policy's courtesy wait (a semaphore request
+ * has none). */
 int tl_gate_retry_async(tl_waiter_t *w);
 
 /* For a gate waiter whose thread goes away (or whose request could not be

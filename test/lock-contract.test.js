@@ -289,11 +289,15 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
   // measure that load cannot blur.
   const HOLD = Math.max(10, 10 * policy.starvationMs, 10 * policy.sliceMs)
 
-  function check (report, what, hold = HOLD) {
+  // `key`: 'sections' counts every section of the holder from just before
+  // the waiter's request; 'queuedSections' (worker holders) only those that
+  // ended while a request was queued in the core, so that a waiter thread
+  // that a loaded machine has not run yet does not count against the lock.
+  function check (report, what, hold = HOLD, key = 'sections') {
     const sectionsAllowed = Math.floor(policy.starvationMs / hold) + 3
     const timeAllowed = Math.max(5 * hold, 300)
-    assert.ok(report.sections <= sectionsAllowed,
-      `${what}: the waiter got the lock after ${report.sections} of the holder's ${hold} ms sections ` +
+    assert.ok(report[key] <= sectionsAllowed,
+      `${what}: the waiter got the lock after ${report[key]} of the holder's ${hold} ms sections ` +
       `(${report.waited.toFixed(0)} ms); the bound allows ${sectionsAllowed}`)
     assert.ok(report.waited < timeAllowed,
       `${what}: the waiter waited ${report.waited.toFixed(0)} ms, more than ${timeAllowed} ms`)
@@ -336,7 +340,7 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
         const waiter = spawn(waiterMode, lock, ctl)
         const report = await within(waiter.done, 20000, 'the waiter did not finish')
         await within(holder.done, 20000, 'the holder did not finish')
-        check(report, holderMode, hold)
+        check(report, holderMode, hold, 'queuedSections')
       })
     }
   }

@@ -1,10 +1,18 @@
 'use strict'
 
-// Every ```js block of README.md runs as a script of its own, with
-// require('threadlock') / import 'threadlock' resolving to this checkout.
-// A block followed by a ```text block must print exactly that text. The
-// scripts in examples/ must run as well. The harness is tested too: a
-// failing snippet and a wrong output must be reported.
+// The documentation tells the truth by construction:
+// - every ```js block of README.md and docs/api.md runs as a script of its
+//   own, with require('threadlock') / import 'threadlock' resolving to this
+//   checkout; a block followed by a ```text block must print exactly that
+//   text; the scripts in examples/ run as well;
+// - the README stays at most 500 lines;
+// - the numbers the README quotes that the code defines (the lock policy,
+//   the count of bad-input rows, the stress sizes, a binary size if it
+//   quotes one) are read from the code and compared;
+// - every export has its place in docs/api.md, and every relative link of
+//   both files reaches a file and a heading that exist.
+// The harness is tested too: a failing snippet and a wrong output must be
+// reported.
 
 const assert = require('assert')
 const { spawnSync } = require('child_process')
@@ -14,7 +22,10 @@ const path = require('path')
 
 const root = path.join(__dirname, '..')
 const README = path.join(root, 'README.md')
+const API = path.join(root, 'docs', 'api.md')
 const { needServer } = require('./fixtures/pg-env')
+
+const MAX_README_LINES = 500
 
 // The fenced blocks of a Markdown text: { lang, code, line, output }, where
 // `output` is the text of a ```text block that follows directly.
@@ -71,17 +82,40 @@ function runBlock (dir, block, name) {
   return null
 }
 
-describe('README.md', function () {
-  this.timeout(30000)
+// Features the documents describe that another branch adds. A block that
+// uses one runs only where the feature exists (and shows as pending where
+// it does not); once every branch is merged, every block runs.
+const HAS_HOST = fs.existsSync(path.join(root, 'host.js'))
+const HAS_OPTIONS_OBJECT = (() => {
+  try {
+    return new (require('..').AsyncLock)({ fifo: true }).fifo === true
+  } catch {
+    return false
+  }
+})()
+
+function missingFeature (block) {
+  if (block.code.includes("'threadlock/host'")) {
+    if (!HAS_HOST) return 'threadlock/host is not in this checkout (host.js)'
+    if (process.platform !== 'linux') return 'threadlock/host runs on Linux only'
+  }
+  if (/new (?:AsyncLock|Semaphore|RWLock|ConditionVariable|Barrier|CountDownLatch)\((?:[^,()]+, )?\{/.test(block.code) && !HAS_OPTIONS_OBJECT) {
+    return 'constructors that take one options object are not in this checkout'
+  }
+  return null
+}
+
+// The blocks of one document as mocha tests.
+function runsBlocks (file, minBlocks) {
+  const name = path.relative(root, file)
+  const markdown = fs.readFileSync(file, 'utf8')
+  const blocks = codeBlocks(markdown)
   let dir
   before(() => { dir = sandbox() })
   after(() => { fs.rmSync(dir, { recursive: true, force: true }) })
 
-  const markdown = fs.readFileSync(README, 'utf8')
-  const blocks = codeBlocks(markdown)
-
-  it('has runnable examples', () => {
-    assert.ok(blocks.length >= 10, `only ${blocks.length} js blocks found`)
+  it(`has at least ${minBlocks} runnable examples`, () => {
+    assert.ok(blocks.length >= minBlocks, `only ${blocks.length} js blocks found in ${name}`)
   })
 
   for (const block of blocks) {
@@ -90,19 +124,132 @@ describe('README.md', function () {
     // without one as its tests do (test/fixtures/pg-env.js).
     const server = block.code.includes("'threadlock/postgres'")
     it(`line ${block.line}: ${first.slice(0, 60)}`, async function () {
+      const missing = missingFeature(block)
+      if (missing !== null) {
+        process.stderr.write(`    (${name} line ${block.line} not run: ${missing})\n`)
+        this.skip()
+      }
       if (server) await needServer().call(this)
-      const failure = runBlock(dir, block, `line-${block.line}`)
-      assert.strictEqual(failure, null, `README.md line ${block.line}: ${failure}`)
+      const failure = runBlock(dir, block, `${path.basename(file, '.md')}-line-${block.line}`)
+      assert.strictEqual(failure, null, `${name} line ${block.line}: ${failure}`)
     })
   }
+}
 
-  it('has an API heading for every export', () => {
-    const headings = markdown.split('\n').filter((l) => /^#{2,4} /.test(l)).join('\n')
-    const missing = Object.keys(require('..')).filter((name) => !headings.includes(name))
-    assert.deepStrictEqual(missing, [], 'exports without a heading in README.md')
+// GitHub's anchor of a heading: lower case, punctuation dropped, spaces to
+// hyphens; a repeated heading gets -1, -2...
+function anchors (markdown) {
+  const seen = new Map()
+  const out = new Set()
+  let fenced = false
+  for (const line of markdown.split('\n')) {
+    if (/^ *```/.test(line)) fenced = !fenced
+    const m = !fenced && /^#{1,6} +(.*?)\s*$/.exec(line)
+    if (!m) continue
+    const base = m[1].replace(/`/g, '').toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-')
+    const n = seen.get(base) || 0
+    seen.set(base, n + 1)
+    out.add(n === 0 ? base : `${base}-${n}`)
+  }
+  return out
+}
+
+// The relative links of a Markdown file: [{ target, file, anchor }].
+function relativeLinks (file) {
+  const markdown = fs.readFileSync(file, 'utf8').replace(/^ *```[\s\S]*?^ *```/gm, '')
+  const links = []
+  for (const m of markdown.matchAll(/\]\(([^)\s]+)\)/g)) {
+    const target = m[1]
+    if (/^[a-z]+:/i.test(target)) continue
+    const [where, anchor] = target.split('#')
+    links.push({ target, file: where === '' ? file : path.resolve(path.dirname(file), where), anchor })
+  }
+  return links
+}
+
+// How many mocha tests a file defines, without running them.
+function testCount (file) {
+  const r = spawnSync(process.execPath, [require.resolve('mocha/bin/mocha.js'), '--no-config', '--dry-run', '--reporter', 'json', file],
+    { cwd: root, encoding: 'utf8', timeout: 60000 })
+  assert.strictEqual(r.status, 0, `mocha --dry-run ${file} failed:\n${r.stderr}`)
+  return JSON.parse(r.stdout).stats.tests
+}
+
+// Every number that `pattern` (one capture group) finds in `text`, as a
+// number ("2,048" -> 2048).
+function quoted (text, pattern) {
+  return [...text.matchAll(pattern)].map((m) => Number(m[1].replace(/,/g, '')))
+}
+
+describe('README.md', function () {
+  this.timeout(30000)
+  const markdown = fs.readFileSync(README, 'utf8')
+
+  it(`is at most ${MAX_README_LINES} lines`, () => {
+    const lines = markdown.split('\n').length - (markdown.endsWith('\n') ? 1 : 0)
+    assert.ok(lines <= MAX_README_LINES, `README.md has ${lines} lines; move detail to docs/api.md`)
+  })
+
+  describe('the numbers it quotes are the code\'s', function () {
+    const { lockPolicy } = require('..')
+    const docs = { 'README.md': markdown, 'docs/api.md': fs.readFileSync(API, 'utf8') }
+
+    // Each quote must be found at least once in the README (a rewording
+    // must update this test instead of escaping it) and must be right
+    // wherever it appears.
+    const quotes = [
+      ['lockPolicy.sliceGrants', /(\d[\d,]*) grants/g, () => lockPolicy.sliceGrants],
+      ['lockPolicy.sliceMs', /grants or (\d[\d.]*) ms/g, () => lockPolicy.sliceMs],
+      ['lockPolicy.starvationMs', /waited (\d[\d.]*) ms/g, () => lockPolicy.starvationMs],
+      ['lockPolicy.starvationMs', /critical section plus (\d[\d.]*) ms/g, () => lockPolicy.starvationMs],
+      ['bad-input rows', /bad-input\.test\.js`, (\d[\d,]*) rows/g, () => testCount('test/bad-input.test.js')],
+      ['npm run stress increments', /(\d[\d,]*) contended\s+increments/g, () => {
+        const scale = Number(/THREADLOCK_STRESS_SCALE \|\| '(\d+)'/.exec(fs.readFileSync(path.join(root, 'test/stress/run.js'), 'utf8'))[1])
+        const per = Number(/INCREMENTS = (\d+) \* STRESS_SCALE/.exec(fs.readFileSync(path.join(root, 'test/lock-stress.test.js'), 'utf8'))[1])
+        return per * scale
+      }]
+    ]
+    for (const [what, pattern, actual] of quotes) {
+      it(`${what}: ${pattern.source}`, () => {
+        const expected = actual()
+        assert.ok(quoted(markdown, pattern).length > 0, `README.md no longer quotes ${what} as ${pattern}`)
+        for (const [name, text] of Object.entries(docs)) {
+          for (const value of quoted(text, pattern)) {
+            assert.strictEqual(value, expected, `${name} quotes ${what} as ${value}; the code says ${expected}`)
+          }
+        }
+      })
+    }
+
+    it('lockPolicy.courtesyMicros in docs/api.md', () => {
+      const values = quoted(docs['docs/api.md'], /previous holder (\d[\d.]*) µs/g)
+      assert.ok(values.length > 0, 'docs/api.md no longer quotes the courtesy wait')
+      for (const v of values) assert.strictEqual(v, lockPolicy.courtesyMicros)
+    })
+
+    it('quotes no binary size, or one within 10% of the binary', () => {
+      const sizes = quoted(markdown, /(\d[\d.]*)\s*(?:KB|kB|KiB)\b/g)
+      if (sizes.length === 0) return
+      const dir = path.join(root, 'prebuilds', `${process.platform}-${process.arch}`)
+      const file = fs.existsSync(dir)
+        ? path.join(dir, fs.readdirSync(dir).find((f) => f.endsWith('.node')))
+        : path.join(root, 'build', 'Release', 'threadlock.node')
+      const kb = fs.statSync(file).size / 1000
+      for (const size of sizes) {
+        assert.ok(Math.abs(size - kb) <= 0.1 * kb, `README.md quotes ${size} kB; ${path.relative(root, file)} is ${kb.toFixed(1)} kB`)
+      }
+    })
+  })
+
+  describe('code blocks', function () {
+    runsBlocks(README, 8)
   })
 
   describe('the harness', () => {
+    let dir
+    before(() => { dir = sandbox() })
+    after(() => { fs.rmSync(dir, { recursive: true, force: true }) })
+
     it('reports a block that throws', () => {
       const failure = runBlock(dir, { code: "require('threadlock')\nthrow new Error('boom')\n" }, 'bad-throw')
       assert.match(failure, /exited with 1[\s\S]*boom/)
@@ -122,7 +269,67 @@ describe('README.md', function () {
       }
       assert.strictEqual(runBlock(dir, block, 'resolve'), null)
     })
+
+    it('finds quoted numbers and anchors as the checks above expect', () => {
+      assert.deepStrictEqual(quoted('after 2,048 grants or 0.3 ms, waited 1 ms', /(\d[\d,]*) grants/g), [2048])
+      assert.deepStrictEqual([...anchors('# A\n### wait(typedArray, index[, count])\n## `threadlock/host`\n## A\n```\n# not\n```\n')],
+        ['a', 'waittypedarray-index-count', 'threadlockhost', 'a-1'])
+    })
   })
+})
+
+describe('docs/api.md', function () {
+  this.timeout(30000)
+  const markdown = fs.readFileSync(API, 'utf8')
+  const headings = markdown.split('\n').filter((l) => /^#{2,4} /.test(l)).join('\n')
+
+  it('has a heading for every export of threadlock', () => {
+    const missing = Object.keys(require('..')).filter((name) => !headings.includes(name))
+    assert.deepStrictEqual(missing, [], 'exports without a heading in docs/api.md')
+  })
+
+  // The other entry points: every export named in its own section.
+  const entries = [['threadlock/postgres', 'postgres.js'], ['threadlock/host', 'host.js']]
+  for (const [entry, file] of entries) {
+    it(`names every export of ${entry} in its section`, function () {
+      if (!fs.existsSync(path.join(root, file))) {
+        process.stderr.write(`    (${entry} is not in this checkout)\n`)
+        this.skip()
+      }
+      const start = markdown.indexOf(`\n## ${entry}\n`)
+      assert.ok(start >= 0, `docs/api.md has no section "## ${entry}"`)
+      const next = markdown.indexOf('\n## ', start + 1)
+      const section = markdown.slice(start, next < 0 ? undefined : next)
+      const missing = Object.keys(require(path.join(root, file))).filter((name) => !section.includes(name))
+      assert.deepStrictEqual(missing, [], `exports of ${entry} not named in its section of docs/api.md`)
+    })
+  }
+
+  describe('code blocks', function () {
+    runsBlocks(API, 15)
+  })
+})
+
+describe('links of README.md and docs/api.md', function () {
+  // Sections that another branch adds to a file; a link to one is checked
+  // once the feature is in the checkout.
+  const pending = HAS_HOST ? [] : ['bench/README.md#threadlockhost']
+  for (const file of [README, API]) {
+    it(`${path.relative(root, file)}: every relative link reaches a file and a heading`, () => {
+      const broken = []
+      for (const link of relativeLinks(file)) {
+        const rel = path.relative(root, link.file)
+        if (pending.includes(`${rel}#${link.anchor}`)) continue
+        if (!fs.existsSync(link.file)) {
+          broken.push(`${link.target}: no such file`)
+        } else if (link.anchor !== undefined && link.file.endsWith('.md') &&
+            !anchors(fs.readFileSync(link.file, 'utf8')).has(link.anchor)) {
+          broken.push(`${link.target}: no such heading in ${rel}`)
+        }
+      }
+      assert.deepStrictEqual(broken, [])
+    })
+  }
 })
 
 describe('examples/', function () {

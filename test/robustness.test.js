@@ -235,6 +235,9 @@ describe('robustness', function () {
       `, { eval: true, workerData: { sem: sem.handle, rw: rw.handle } })
       await within(new Promise((resolve) => worker.once('message', resolve)), 5000, 'the worker did not queue')
       await until(() => sem.waiting === 1 && rw.waiting === 1, 'the requests did not queue')
+      // A request that has starved (lockPolicy.starvationMs) is handed the
+      // permit by the release; a younger one would only be woken for it.
+      await sleep(5)
       sem.release(1) // granted to the worker's queued request
       rw.releaseWrite() // the read lock likewise
       assert.strictEqual(sem.value, 0)

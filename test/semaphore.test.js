@@ -1,18 +1,21 @@
 'use strict'
 
 // Semaphore: the API in one thread, then the guarantees across real worker
-// threads: never more than n permits held at once, FIFO grants (a large
-// request is not starved by small ones), timeouts, aborts, bad input, and
-// workers terminated while they wait. Functions passed to w.run() execute
+// threads: never more than n permits held at once, queued requests served
+// in the order they queued, new requests barging past them until one has
+// starved (a large request is not starved by small ones), timeouts, aborts,
+// bad input, and workers terminated while they wait. Functions passed to w.run() execute
 // inside the worker (test/fixtures/runner-worker.js); the shared workloads
 // are in test/fixtures/sem-tasks.js.
 
 const assert = require('assert')
-const { Semaphore } = require('..')
+const { Semaphore, lockPolicy } = require('..')
 const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
-const MAX = 0x3fffffff
+const MAX = 0x1fffffff
+// Long enough that a queued request has starved (lockPolicy.starvationMs).
+const STARVED_MS = 5 * lockPolicy.starvationMs
 
 // Errors thrown in a worker arrive as plain Errors carrying the name, code
 // and constructor name of the original.
@@ -95,7 +98,7 @@ describe('Semaphore (one thread)', () => {
     assert.strictEqual(sem.value, 3)
   })
 
-  it('queued requests of one thread are granted in FIFO order: a large one at the head holds back small ones', async () => {
+  it('queued requests of one thread are granted in the order they queued: a large one at the head holds back small ones', async () => {
     const sem = new Semaphore(0)
     const order = []
     const sizes = [3, 1, 2, 1]
@@ -103,9 +106,8 @@ describe('Semaphore (one thread)', () => {
     assert.strictEqual(sem.waiting, 4)
     sem.release(2)
     await sleep(20)
-    assert.deepStrictEqual(order, [], 'a small request passed the large one at the head')
+    assert.deepStrictEqual(order, [], 'a small queued request passed the large one at the head')
     assert.strictEqual(sem.value, 2)
-    assert.strictEqual(sem.tryAcquire(), false, 'tryAcquire must not barge past queued requests')
     sem.release(2) // 4: the 3 and the 1 behind it
     await until(() => order.length === 2, 'the first two requests were not granted')
     await sleep(20)
@@ -117,6 +119,33 @@ describe('Semaphore (one thread)', () => {
     assert.strictEqual(sem.waiting, 0)
     for (const r of releases) r()
     assert.strictEqual(sem.value, 7)
+  })
+
+  it('a new request takes free permits past a queued one (barging) until a queued request has starved; then releases gather permits for it', async () => {
+    const sem = new Semaphore(1)
+    let granted = false
+    const big = sem.acquire(2).then((release) => { granted = true; return release })
+    assert.strictEqual(sem.waiting, 1)
+    // No release since it queued, so nothing is reserved, however long ago
+    // that was.
+    assert.strictEqual(sem.tryAcquire(), true, 'a free permit must go to a new request while the queued one does not fit')
+    assert.strictEqual(sem.value, 0)
+    await sleep(STARVED_MS)
+    sem.release() // 1 of 2: kept for the starving request
+    assert.strictEqual(sem.value, 1)
+    assert.strictEqual(sem.tryAcquire(), false, 'tryAcquire took a permit reserved for a starving request')
+    assertCode(await rejection(sem.acquire(1, { blocking: false })), 'EBUSY')
+    assertCode(thrown(() => sem.acquireSync(1, { timeout: 0 })), 'ETIMEDOUT')
+    await sleep(20)
+    assert.strictEqual(granted, false)
+    assert.strictEqual(sem.value, 1)
+    sem.release() // 2 of 2
+    const release = await within(big, 5000, 'the starving request was not granted')
+    assert.strictEqual(sem.value, 0)
+    assert.strictEqual(sem.waiting, 0)
+    release()
+    assert.strictEqual(sem.tryAcquire(2), true, 'nothing may stay reserved once the request is granted')
+    sem.release(2)
   })
 
   it('blocking: false rejects EBUSY, timeout 0 and a running-out timeout reject ETIMEDOUT; nothing stays queued', async () => {
@@ -145,11 +174,16 @@ describe('Semaphore (one thread)', () => {
     assert.strictEqual(sem.value, 1, 'an aborted signal must not take permits even when they are free')
 
     // An aborted large request at the head lets the small one behind it in.
+    const hold = await sem.acquire(1)
     const ac = new AbortController()
     const big = sem.acquire(3, { signal: ac.signal })
-    const small = sem.acquire(1)
+    let smallGranted = false
+    const small = sem.acquire(1).then((release) => { smallGranted = true; return release })
     assert.strictEqual(sem.waiting, 2)
+    hold()
     await sleep(10)
+    assert.strictEqual(smallGranted, false, 'a queued request passed the one before it')
+    assert.strictEqual(sem.value, 1)
     ac.abort(reason)
     assertAbort(await rejection(big), reason)
     const release = await within(small, 5000, 'the request behind the aborted one was not granted')
@@ -183,7 +217,7 @@ describe('Semaphore (one thread)', () => {
     assert.strictEqual(sem.value, 3)
   })
 
-  it('release() adds permits beyond the initial count, up to 2^30 - 1', () => {
+  it('release() adds permits beyond the initial count, up to 2^29 - 1', () => {
     const sem = new Semaphore(0)
     sem.release()
     sem.release(4)
@@ -198,7 +232,7 @@ describe('Semaphore (one thread)', () => {
       ['permits -1', () => new Semaphore(-1), RangeError, /permits/],
       ['permits 1.5', () => new Semaphore(1.5), RangeError, /permits/],
       ['permits NaN', () => new Semaphore(NaN), RangeError, /permits/],
-      ['permits 2^30', () => new Semaphore(2 ** 30), RangeError, /permits/],
+      ['permits 2^29', () => new Semaphore(2 ** 29), RangeError, /permits/],
       ['permits "1"', () => new Semaphore('1'), TypeError, /permits/],
       ['permits null', () => new Semaphore(null), TypeError, /permits/],
       ['an ArrayBuffer', () => new Semaphore(1, new ArrayBuffer(4)), TypeError, /SharedArrayBuffer/],
@@ -218,7 +252,7 @@ describe('Semaphore (one thread)', () => {
       const words = new Int32Array(buffer)
       words[0] = 7
       words[1] = 9
-      thrown(() => new Semaphore(2 ** 30, buffer, 0))
+      thrown(() => new Semaphore(2 ** 29, buffer, 0))
       thrown(() => new Semaphore(1, buffer, 6))
       thrown(() => new Semaphore(-1, buffer, 4))
       assert.deepStrictEqual([...words], [7, 9])
@@ -228,7 +262,7 @@ describe('Semaphore (one thread)', () => {
       ['tryAcquire(0)', (s) => s.tryAcquire(0), RangeError, /permits/],
       ['tryAcquire(-1)', (s) => s.tryAcquire(-1), RangeError, /permits/],
       ['tryAcquire(1.5)', (s) => s.tryAcquire(1.5), RangeError, /permits/],
-      ['tryAcquire(2^30)', (s) => s.tryAcquire(2 ** 30), RangeError, /permits/],
+      ['tryAcquire(2^29)', (s) => s.tryAcquire(2 ** 29), RangeError, /permits/],
       ['tryAcquire("1")', (s) => s.tryAcquire('1'), TypeError, /permits/],
       ['tryAcquire(null)', (s) => s.tryAcquire(null), TypeError, /permits/],
       ['acquireSync(0)', (s) => s.acquireSync(0), RangeError, /permits/],
@@ -241,7 +275,7 @@ describe('Semaphore (one thread)', () => {
       ['release(0)', (s) => s.release(0), RangeError, /permits/],
       ['release(-2)', (s) => s.release(-2), RangeError, /permits/],
       ['release("1")', (s) => s.release('1'), TypeError, /permits/],
-      ['release past 2^30 - 1', (s) => s.release(MAX - 1), RangeError, /exceed/]
+      ['release past 2^29 - 1', (s) => s.release(MAX - 1), RangeError, /exceed/]
     ]
     const fresh = {
       make: () => new Semaphore(2),
@@ -324,7 +358,7 @@ describe('Semaphore across threads', function () {
     assert.strictEqual(sem.waiting, 0)
   })
 
-  it('FIFO across threads: sync and async requests of several sizes are granted in order, none barging', async () => {
+  it('queued requests across threads: sync and async requests of several sizes are granted in the order they queued', async () => {
     const sem = new Semaphore(0)
     // order[0] counts the tags that follow it.
     const order = new Int32Array(new SharedArrayBuffer(4 * 8))
@@ -370,49 +404,70 @@ describe('Semaphore across threads', function () {
     await within(Promise.all(runs), 5000, 'not every request finished')
   })
 
-  it('a large request is not starved by a stream of small ones (async in main; sync in a worker, liveness)', async () => {
-    const sem = new Semaphore(2)
-    // shared[0]: small grants so far; shared[1]: stop.
+  it('a request for every permit is not starved by 1-permit requests of 3 workers, and permits are never over-granted (async in main, sync in a worker)', async () => {
+    const PERMITS = 3
+    const sem = new Semaphore(PERMITS)
+    // shared[0]: small holds so far; shared[1]: stop.
     const shared = new Int32Array(new SharedArrayBuffer(8))
-    const arg = { handle: sem.handle, shared }
-    const [a, b, c] = await started(new TestWorker(), new TestWorker(), new TestWorker({ data: arg }))
-    const hammer = ({ tl, require }, arg) => require('./sem-tasks').hammer(tl, arg)
-    const runs = [a.run(hammer, arg), b.run(hammer, arg)]
+    const stats = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const arg = { handle: sem.handle, shared, stats, permits: PERMITS }
+    const workers = await started(new TestWorker(), new TestWorker(), new TestWorker(), new TestWorker({ data: arg }))
+    const smalls = ({ tl, require }, arg) => require('./sem-tasks').smalls(tl, arg)
+    const runs = workers.slice(0, 3).map((w) => w.run(smalls, arg))
+    let large = 0
     try {
       await until(() => Atomics.load(shared, 0) > 1000, 'the small requests did not start')
-      // acquire() queues the request before it returns, so `before` is read
-      // after that: from then on only the two small holders already in may
-      // count once more each; every other small request queues behind.
-      const gaps = []
+      // Barging lets small requests pass a large one until it has waited
+      // starvationMs; from then on the permits released gather for it. So
+      // once it has waited that long (sampled by a timer, which may only be
+      // late), few small holds may still come before it: those in progress,
+      // one round of barging into permits that were free before the first
+      // release, and those queued ahead of it, at most 3 each. The grant
+      // gives it every permit, so the count read then is exact. (With the
+      // reservation most rounds end before the sample; without it, rounds
+      // last long enough to be sampled, and thousands of holds pass.)
+      const passed = []
       for (let round = 0; round < 15; round++) {
-        const granted = sem.acquire(2)
-        const before = Atomics.load(shared, 0)
-        const release = await within(granted, 5000, 'the large async request starved')
-        gaps.push(Atomics.load(shared, 0) - before)
+        const t0 = performance.now()
+        const granted = sem.acquire(PERMITS)
+        let sampled = null
+        let timer
+        const sample = () => {
+          if (performance.now() - t0 < 2 * lockPolicy.starvationMs) timer = setTimeout(sample, 1)
+          else sampled = Atomics.load(shared, 0)
+        }
+        timer = setTimeout(sample, 2 * lockPolicy.starvationMs)
+        const release = await within(granted, 10000, `the large async request starved (round ${round})`)
+        clearTimeout(timer)
+        if (sampled !== null) passed.push(Atomics.load(shared, 0) - sampled)
+        tasks.enter(stats, PERMITS, PERMITS)
+        large += PERMITS
         release()
       }
-      assert.ok(Math.max(...gaps) <= 2, `small requests passed a waiting large one: ${gaps}`)
-      // A blocking call cannot read the count after it queued: a preemption
-      // between the read and the queuing lets any number of small requests
-      // pass legitimately, so this part checks liveness only (every round
-      // granted well within its timeout); the bound above and the FIFO test
-      // check the order.
-      const rounds = await c.run(({ tl, workerData }) => {
+      assert.ok(passed.every((n) => n <= 9), `small requests took permits before a starving large one: ${passed}`)
+      const rounds = await workers[3].run(({ tl, require, workerData }) => {
         const sem = tl.Semaphore.from(workerData.handle)
         let round = 0
         for (; round < 15; round++) {
-          sem.acquireSync(2, { timeout: 5000 })
-          sem.release(2)
+          sem.acquireSync(workerData.permits, { timeout: 10000 })
+          require('./sem-tasks').enter(workerData.stats, workerData.permits, workerData.permits)
+          sem.release(workerData.permits)
         }
         return round
-      }, undefined, 15000)
+      }, undefined, 60000)
       assert.strictEqual(rounds, 15)
+      large += 15 * PERMITS
     } finally {
       Atomics.store(shared, 1, 1)
     }
     const counts = await within(Promise.all(runs), 10000, 'the small requests did not stop')
-    assert.strictEqual(counts[0] + counts[1], Atomics.load(shared, 0))
-    assert.strictEqual(sem.value, 2)
+    assert.strictEqual(counts[0] + counts[1] + counts[2], Atomics.load(shared, 0))
+    assert.strictEqual(Atomics.load(stats, tasks.OVER), 0, `more than ${PERMITS} permits were in use at once`)
+    assert.strictEqual(Atomics.load(stats, tasks.MAX_IN_USE), PERMITS)
+    assert.strictEqual(Atomics.load(stats, tasks.IN_USE), 0)
+    assert.strictEqual(Atomics.load(stats, tasks.TAKEN), large + Atomics.load(shared, 0))
+    assert.strictEqual(sem.value, PERMITS)
+    assert.strictEqual(sem.waiting, 0)
   })
 
   it('timeouts while a worker holds the permits, in main and in another worker', async () => {
@@ -434,10 +489,17 @@ describe('Semaphore across threads', function () {
   it('an aborted request leaves the queue and the worker behind it is granted', async () => {
     const sem = new Semaphore(1)
     const [w] = await started(openIn('sem', sem))
+    const hold = await sem.acquire(1)
     const ac = new AbortController()
     const mine = sem.acquire(2, { signal: ac.signal })
     const theirs = w.run(({ state }) => { state.sem.acquireSync(1); return state.sem.value })
     await until(() => sem.waiting === 2, 'the worker did not queue')
+    // The permit goes back, but the worker's request is queued behind mine,
+    // which does not fit.
+    hold()
+    await sleep(20)
+    assert.strictEqual(sem.waiting, 2)
+    assert.strictEqual(sem.value, 1)
     const reason = new Error('changed my mind')
     ac.abort(reason)
     assertAbort(await rejection(mine), reason)
@@ -451,6 +513,7 @@ describe('Semaphore across threads', function () {
     it(`a worker terminated while blocked in ${form}() leaves the queue at once; the request behind it is granted`, async () => {
       const sem = new Semaphore(1)
       const [w, next] = await started(openIn('sem', sem), openIn('sem', sem))
+      const hold = await sem.acquire(1)
       const blocked = form === 'acquireSync'
         ? w.run(({ state }) => state.sem.acquireSync(3))
         : w.run(({ state }) => state.sem.acquire(3).then(() => 'granted'))
@@ -458,7 +521,12 @@ describe('Semaphore across threads', function () {
       await until(() => sem.waiting === 1, 'the worker did not queue')
       const mine = sem.acquire(1)
       assert.strictEqual(sem.waiting, 2)
+      // The permit goes back, but my request is queued behind the worker's,
+      // which does not fit.
+      hold()
       await sleep(20)
+      assert.strictEqual(sem.waiting, 2)
+      assert.strictEqual(sem.value, 1)
       const ms = await w.terminate()
       assert.ok(ms < 2000, `terminate() took ${ms} ms`)
       const release = await within(mine, 5000, 'the request behind the terminated worker was not granted')

@@ -83,7 +83,7 @@ class LockManager {
       })
     }
     return new Promise((resolve, reject) => {
-      const e = { r, node, sync: false, state: 'waiting', resolve, reject, controller: null, onAbort: null, lost: null, stopTimer: null }
+      const e = { r, node, sync: false, state: 'waiting', resolve, reject, controller: null, onAbort: null, lost: null }
       this.#track(e)
       if (state === C.HELD) {
         this.#grant(e, token, ownerDied)
@@ -91,24 +91,20 @@ class LockManager {
       }
       if (r.ref) this.#ref(1)
       e.counted = r.ref
-      if (signal !== undefined) {
-        // Web Locks "signal to abort the request": the request leaves the
-        // queue (if it is still there) and rejects with the abort reason.
-        e.onAbort = () => {
-          if (e.state !== 'waiting') return
-          this.#forget(e)
-          native.hostRelease(this.#handle, node)
-          reject(signal.reason)
-        }
-        signal.addEventListener('abort', e.onAbort, { once: true })
-      }
-      // threadlock's timeout: leaves the queue as an abort does.
-      e.stopTimer = requestTimer(r.timeout, () => {
+      // Leaves the queue (if it is still there) and rejects with `err`.
+      const giveUp = (err) => {
         if (e.state !== 'waiting') return
         this.#forget(e)
         native.hostRelease(this.#handle, node)
-        reject(timeoutRequestError(r))
-      })
+        reject(err)
+      }
+      if (signal !== undefined) {
+        // Web Locks "signal to abort the request": rejects with the reason.
+        e.onAbort = () => giveUp(signal.reason)
+        signal.addEventListener('abort', e.onAbort, { once: true })
+      }
+      // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
+      e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
     })
   }
 

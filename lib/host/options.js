@@ -41,7 +41,7 @@ function reword (err) {
   return new err.constructor(message)
 }
 
-/** Checks requestSync(name, [options]): the same members. */
+/** Checks requestSync(name, [options]): the same members, plus timeout. */
 function parseSyncRequest (name, options) {
   let r
   try {
@@ -51,10 +51,8 @@ function parseSyncRequest (name, options) {
   }
   // The calling thread is blocked while it waits: nothing could abort it.
   if (r.signal !== undefined) throw notSupported('LockManager.requestSync: signal is not supported (the thread is blocked while it waits); use timeout')
-  // The shared checks read and checked options.timeout (Infinity when
-  // absent); the core takes whole milliseconds, -1 for none.
-  const t = r.timeout
-  const timeout = t === Infinity ? -1 : Math.min(Math.ceil(t), Number.MAX_SAFE_INTEGER)
+  // The shared parser read and checked options.timeout (once).
+  const timeout = r.timeout === Infinity ? -1 : Math.min(Math.ceil(r.timeout), Number.MAX_SAFE_INTEGER)
   checkName(r.name, 'LockManager.requestSync')
   return { ...r, timeout }
 }

@@ -142,7 +142,9 @@ test_einval(void)
 }
 
 /* Permits are taken and given back; a request that does not fit waits, and
- * FIFO means the head's size decides for everyone behind it. */
+ * the queued requests keep their order: the head's size decides for
+ * everyone queued behind it. A head that has starved gets the permits
+ * reserved (sem.c). */
 static void
 test_semaphore(void)
 {
@@ -171,11 +173,15 @@ test_semaphore(void)
 #ifndef NDEBUG
   tl_check_table();
 #endif
-  /* Two permits do not let the small requests pass the large head. */
+  /* Two permits do not let the small requests pass the large head, which
+   * has starved by now: they are kept for it. */
+  tl_test_sleep_ms(5);
   ASSERT_OK(tl_gate_release(&word, TL_GATE_SEM, 0, 2));
   tl_test_sleep_ms(10);
   ASSERT_EQ(atomic_load(&log.len), 0);
-  ASSERT_EQ(atomic_load(WORD(&word)), 2 | TL_GATE_WAITERS);
+  ASSERT_EQ(atomic_load(WORD(&word)), 2 | TL_GATE_WAITERS | TL_SEM_RESERVED);
+  ASSERT_EQ(tl_gate_acquire(&word, TL_GATE_SEM, 0, 1, 0, NULL),
+            TL_RESULT_TIMED_OUT);
   /* The third permit: the head takes all 3 and gives them back at once;
    * then both small requests fit. */
   ASSERT_OK(tl_gate_release(&word, TL_GATE_SEM, 0, 1));
@@ -188,8 +194,9 @@ test_semaphore(void)
   ASSERT_EQ(atomic_load(WORD(&word)), 3);
 
   /* A large head that times out lets the smaller ones behind it in. */
-  atomic_store(WORD(&word), 1);
+  atomic_store(WORD(&word), 0);
   start_timed_pair(r, &word, TL_GATE_SEM, 1, 3, TL_GATE_SEM, 2, 1);
+  ASSERT_OK(tl_gate_release(&word, TL_GATE_SEM, 0, 1));
   ASSERT_EQ(requester_join(&r[0]), TL_RESULT_TIMED_OUT);
   WAIT_UNTIL(atomic_load(&r[1].holding));
   ASSERT_EQ(atomic_load(WORD(&word)), 0);
@@ -228,7 +235,8 @@ async_req_init(async_req_t *a)
 }
 
 /* Async semaphore requests queue with the sync ones; a cancelled head lets
- * the next one in. */
+ * the next one in: woken to compete, it takes its permit when it tries. A
+ * new request takes free permits past queued ones that do not fit. */
 static void
 test_semaphore_async(void)
 {
@@ -245,8 +253,23 @@ test_semaphore_async(void)
   ASSERT_EQ(atomic_load(&a[1].settled), 0);
   ASSERT_EQ(tl_cancel(&a[0].w, TL_CANCELLED), 1);
   ASSERT_EQ(atomic_load(&a[1].settled), 1);
+  if (!a[1].w.granted) {
+    /* Woken (it had not starved yet): it is on its way, SEM_WOKEN set. */
+    ASSERT_EQ(atomic_load(WORD(&word)), 1 | TL_GATE_WAITERS | TL_SEM_WOKEN);
+    ASSERT_EQ(tl_gate_retry_async(&a[1].w), TL_RESULT_ACQUIRED);
+  }
   ASSERT_EQ(atomic_load(WORD(&word)), 0);
   ASSERT_EQ(tl_cancel(&a[1].w, TL_CANCELLED), 0);
+  /* Barging: the permit goes to a new request while a queued one (2) does
+   * not fit. */
+  async_req_init(&a[1]);
+  ASSERT_EQ(tl_gate_acquire_async(&a[1].w, &word, TL_GATE_SEM, 0, 2),
+            TL_RESULT_PENDING);
+  ASSERT_OK(tl_gate_release(&word, TL_GATE_SEM, 0, 1));
+  ASSERT_EQ(tl_gate_acquire(&word, TL_GATE_SEM, 0, 1, 0, NULL),
+            TL_RESULT_ACQUIRED);
+  ASSERT_EQ(tl_cancel(&a[1].w, TL_CANCELLED), 1);
+  ASSERT_EQ(atomic_load(WORD(&word)), 0);
   ASSERT_OK(tl_gate_release(&word, TL_GATE_SEM, 0, 1));
   ASSERT_EQ(tl_gate_acquire_async(&a[0].w, &word, TL_GATE_SEM, 0, 1),
             TL_RESULT_ACQUIRED);
@@ -420,11 +443,18 @@ hammer_acquire(hammer_t *h, int32_t *word, int gate, uint32_t amount,
     r = tl_gate_acquire_async(&a->w, word, gate, h->id, amount);
     if (r != TL_RESULT_PENDING)
       return r;
-    /* The settle callback only counts; poll, as an event loop would. */
-    while (atomic_load(&a->settled) == 0)
-      uv_sleep(0);
-    ASSERT_EQ(a->owner_died, 0); /* nobody dies here */
-    return TL_RESULT_ACQUIRED;
+    /* The settle callback only counts; poll, as an event loop would, and
+     * then go on as src/ready.c does: a request woken to compete (a
+     * semaphore's) tries, and may sleep again in its place. */
+    for (int seen = 1;; seen++) {
+      while (atomic_load(&a->settled) < seen)
+        uv_sleep(0);
+      r = tl_gate_retry_async(&a->w);
+      if (r != TL_RESULT_PENDING)
+        break;
+    }
+    ASSERT_EQ(r, TL_RESULT_ACQUIRED); /* nobody dies here */
+    return r;
   }
   if (how == 1)
     return tl_gate_acquire(word, gate, h->id, amount, 0.5, NULL);

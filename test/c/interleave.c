@@ -6,7 +6,8 @@
  * (lib/LockWord.js, lib/RWLock.js). So an execution is a sequence of atomic
  * steps, each one core call or one fast-path compare-exchange, and a bug in
  * the protocol is a sequence of such steps. This file runs small scenarios
- * (two or three simulated threads, a few operations each, on one word) on
+ * (two or three simulated threads, a few operations each, on one lock,
+ * read-write lock or semaphore word) on
  * one OS thread: each simulated thread is a script of operations, and at
  * every step the checker chooses which runnable simulated thread moves.
  * Exploration is stateless: every execution starts again from a zeroed word
@@ -14,7 +15,7 @@
  * branches differently, depth first, until every schedule within the bound
  * (CHESS's preemption bound: how often a thread that could go on is
  * switched away from) has run. After every step it checks the protocol's
- * invariants:
+ * invariants (of a lock or read-write lock word):
  *   - at most one exclusive holder, and none beside readers;
  *   - the word's owner field names the holder (or is free, or passed to a
  *     woken waiter), and its reader count matches the simulated readers;
@@ -24,7 +25,16 @@
  *   - a free word with queued waiters has a woken waiter on its way;
  *   - a dead owner's lock is taken over only with OWNER_DIED said;
  * at quiescence (nobody can move) no request still sleeps; and at the end
- * the word is 0 with no waiter left. The operations check their own
+ * the word is 0 with no waiter left. A semaphore word (src/sem.c) has its
+ * own invariants: the permits held, on their way to a grantee, lost with
+ * a dead thread and available always add up to the total (never more in
+ * use than there are); SEM_WOKEN iff a request is woken, and that one is
+ * the first in the queue; GATE_WAITERS iff a request is queued; no stall:
+ * the first request never sleeps while the permits suffice for it;
+ * SEM_RESERVED only while the first request has starved and does not fit;
+ * a release while the first request starves grants it or reserves the
+ * permits for it, and from then on no new request takes permits before
+ * it. The operations check their own
  * contracts too: an abort or timeout of a request that was not granted
  * withdraws it (tl_cancel succeeds, and no grant follows), and a sync
  * request of a thread whose own request is queued or woken on the word
@@ -96,7 +106,7 @@ uv_hrtime(void)
 /* ---------------------------------------------------------------------- */
 /* Scenarios. */
 
-enum { IL_WORD_LOCK, IL_WORD_RW };
+enum { IL_WORD_LOCK, IL_WORD_RW, IL_WORD_SEM };
 
 typedef enum {
   IL_ACQ,      /* acquire and wait: fast path, then the core */
@@ -112,12 +122,14 @@ typedef enum {
 } il_op_kind_t;
 
 typedef struct {
-  uint8_t kind; /* il_op_kind_t */
-  uint8_t gate; /* TL_GATE_LOCK, _READ or _WRITE for ACQ, REL*, TRY */
+  uint8_t kind;   /* il_op_kind_t */
+  uint8_t gate;   /* TL_GATE_LOCK, _READ, _WRITE or _SEM for ACQ, REL*, TRY */
+  uint8_t amount; /* permits, for TL_GATE_SEM */
 } il_op_t;
 
 /* A script per thread, separated by '|': acq rel relh try (with a suffix W
- * or R on a read-write lock word: acqW relR ...), abort tmo die tick. An
+ * or R on a read-write lock word: acqW relR ...; with the permits on a
+ * semaphore word: acq2 rel1 try1), abort tmo die tick. An
  * abort, timeout, death or try may happen while the thread's request is
  * still queued or woken; the other operations wait for it to settle. */
 typedef struct {
@@ -125,60 +137,91 @@ typedef struct {
   int kind;
   const char *script;
   const char *what;
+  int permits; /* a semaphore word's permits at the start */
 } il_scenario_t;
 
 static const il_scenario_t il_scenarios[] = {
   { "lock-basic", IL_WORD_LOCK, "acq rel acq relh | acq rel | acq relh",
-    "three threads take turns, within and at the end of slices" },
+    "three threads take turns, within and at the end of slices", 0 },
   { "lock-try", IL_WORD_LOCK, "acq relh acq rel | try rel | acq rel",
-    "a try beside a barging holder and a waiter" },
+    "a try beside a barging holder and a waiter", 0 },
   { "lock-starving", IL_WORD_LOCK, "acq tick rel | acq rel | acq rel",
-    "a waiter that waited 1 ms is handed the lock" },
+    "a waiter that waited 1 ms is handed the lock", 0 },
   { "lock-abort", IL_WORD_LOCK, "acq rel | acq abort rel | acq rel",
-    "an abort withdraws a request that was not granted (issue 18, bug 2)" },
+    "an abort withdraws a request that was not granted (issue 18, bug 2)", 0 },
   { "lock-timeout", IL_WORD_LOCK, "acq relh | acq tmo rel | acq rel",
-    "a timeout withdraws a request that was not granted" },
+    "a timeout withdraws a request that was not granted", 0 },
   { "lock-die-woken", IL_WORD_LOCK, "acq rel acq relh | acq die | acq rel",
-    "a thread dies queued, woken, handed the lock while woken, or holding" },
+    "a thread dies queued, woken, handed the lock while woken, or holding", 0 },
   { "lock-die-holding", IL_WORD_LOCK, "acq die | acq rel acq rel | acq rel",
-    "a holder dies; the next one takes over with OWNER_DIED" },
+    "a holder dies; the next one takes over with OWNER_DIED", 0 },
   { "lock-probe", IL_WORD_LOCK, "acq rel | acq try rel | acq rel",
-    "a sync request beside the thread's own queued or woken one: EDEADLK" },
+    "a sync request beside the thread's own queued or woken one: EDEADLK", 0 },
   { "rw-writers", IL_WORD_RW, "acqW relW acqW relhW | acqW relhW | acqR relR",
-    "writers barge and hand off; a reader waits for them" },
+    "writers barge and hand off; a reader waits for them", 0 },
   { "rw-readers", IL_WORD_RW, "acqR relR acqW relW | acqW relW | acqR relR",
-    "readers share, a writer excludes them" },
+    "readers share, a writer excludes them", 0 },
   { "rw-die-woken", IL_WORD_RW, "acqW relW | acqW die | acqW relW",
-    "a writer dies while its request is woken (issue 18, bug 1)" },
+    "a writer dies while its request is woken (issue 18, bug 1)", 0 },
   { "rw-die-handed", IL_WORD_RW, "acqW relW acqW relhW | acqW die | acqR relR",
     "a writer dies while a slice end hands it the lock as it is woken (bug "
-    "1)" },
+    "1)",
+    0 },
   { "rw-die-holding", IL_WORD_RW, "acqW die | acqW relW | acqR relR",
-    "a writer dies holding; the next one takes over with OWNER_DIED" },
+    "a writer dies holding; the next one takes over with OWNER_DIED", 0 },
   { "rw-abort", IL_WORD_RW, "acqW relW | acqW abort relW | acqR relR",
-    "an abort withdraws a write request that was not granted (bug 2)" },
+    "an abort withdraws a write request that was not granted (bug 2)", 0 },
   { "rw-read-timeout", IL_WORD_RW, "acqW relW | acqR tmo relR | acqW relW",
-    "a queued reader times out while writers come and go" },
+    "a queued reader times out while writers come and go", 0 },
   { "rw-probe", IL_WORD_RW, "acqW relW | acqW tryW relW | acqW relW",
-    "a sync write request beside the thread's own one: EDEADLK (bug 7)" },
+    "a sync write request beside the thread's own one: EDEADLK (bug 7)", 0 },
   { "lock-keep", IL_WORD_LOCK, "acq relk relk rel | acq rel | acq abort rel",
-    "the holder passes the lock to its own next requests while others wait" },
+    "the holder passes the lock to its own next requests while others wait",
+    0 },
   { "lock-keep-starving", IL_WORD_LOCK, "acq tick relk tick relk rel | acq rel",
     "a waiter that waited 1 ms gets the lock at the holder's next release, "
-    "also one that would keep it for the holder's own request (bug 4)" },
+    "also one that would keep it for the holder's own request (bug 4)",
+    0 },
   { "lock-starving-barger", IL_WORD_LOCK,
     "acq rel acq tick rel | acq rel | acq rel",
-    "a barging holder's release hands the lock to a starving woken waiter" },
+    "a barging holder's release hands the lock to a starving woken waiter", 0 },
   { "rw-keep-starving", IL_WORD_RW,
     "acqW tick relkW relW | acqW relW | acqR relR",
-    "a writer's keep while a waiter starves hands the write lock over" },
+    "a writer's keep while a waiter starves hands the write lock over", 0 },
   { "rw-die-reading", IL_WORD_RW, "acqR die | acqW relW | acqR relR",
     "a reader dies holding a read lock: given back, the next writer is told "
-    "(issue 18, bug 12)" },
+    "(issue 18, bug 12)",
+    0 },
   { "rw-die-reading-queued", IL_WORD_RW,
     "acqR acqR die | acqW relW | acqR relR",
     "a reader dies with a read lock and a read request queued behind a "
-    "writer" },
+    "writer",
+    0 },
+  { "sem-basic", IL_WORD_SEM, "acq1 rel1 acq2 rel2 | acq2 rel2 | acq1 rel1",
+    "1- and 2-permit requests of 2 permits barge, queue and are woken", 2 },
+  { "sem-chain", IL_WORD_SEM, "acq2 rel2 acq1 rel1 | acq1 rel1 | acq1 rel1",
+    "a release of 2 permits serves two queued requests: the woken one wakes "
+    "the next",
+    2 },
+  { "sem-starving", IL_WORD_SEM,
+    "acq1 tick rel1 acq1 rel1 | acq2 rel2 | acq1 rel1 acq1 rel1",
+    "a starving request for 2 gets the permits released before any barger", 2 },
+  { "sem-starving-woken", IL_WORD_SEM,
+    "acq2 rel1 tick rel1 | acq1 rel1 | "
+    "acq2 rel2",
+    "a release while the woken or asleep first request starves grants it or "
+    "reserves for it",
+    2 },
+  { "sem-abort", IL_WORD_SEM, "acq2 rel2 | acq2 abort rel2 | acq1 rel1",
+    "an abort withdraws a request queued, woken or reserved for", 2 },
+  { "sem-timeout", IL_WORD_SEM, "acq1 tick rel1 | acq2 tmo rel2 | acq1 rel1",
+    "a starving request times out: the reservation goes with it", 2 },
+  { "sem-die", IL_WORD_SEM, "acq2 rel2 | acq1 die | acq2 rel2",
+    "a thread dies queued, woken, granted before it ran, or holding (its "
+    "permits are lost)",
+    2 },
+  { "sem-try", IL_WORD_SEM, "acq2 rel2 | try1 rel1 try2 rel2 | acq1 tick rel1",
+    "sync tries beside queued, woken and starving requests", 2 },
 };
 
 #define IL_SCENARIO_COUNT (sizeof(il_scenarios) / sizeof(il_scenarios[0]))
@@ -217,6 +260,10 @@ typedef struct {
   int excl;          /* delivered lock or write holds (0 or 1) */
   int reads;         /* delivered read holds */
   int req_ticks;     /* il.ticks when its request queued */
+  int permits;       /* semaphore: delivered permits */
+  unsigned req_seq;  /* semaphore: the order in which requests queued */
+  int starve_seen;   /* semaphore: a release came while its request was
+                        first and starving */
 } il_thread_t;
 
 typedef struct {
@@ -237,7 +284,9 @@ static struct {
    * (registering is cheap, but unregistering scans the whole table), so
    * only a death unregisters one. */
   int registered[IL_JANITOR + 1];
-  int32_t word;            /* zeroed at the start of every execution */
+  int32_t word;            /* reset at the start of every execution */
+  int lost;                /* semaphore: permits that died with a thread */
+  unsigned seq;            /* semaphore: requests queued so far */
   int dead_owner_reported; /* an OWNER_DIED since the last holder died */
   int ticks;               /* IL_TICKs so far in this execution */
   int reader_died;         /* a reader died holding; no writer told yet */
@@ -355,7 +404,11 @@ il_word_str(int32_t v, char *buf, size_t size)
     snprintf(buf, size, "0");
     return buf;
   }
-  if (il.sc->kind == IL_WORD_LOCK) {
+  if (il.sc->kind == IL_WORD_SEM) {
+    k += (size_t)snprintf(buf + k, size - k, "P:%d", (int)(v & TL_SEM_MASK));
+    if (v & TL_SEM_RESERVED)
+      k += (size_t)snprintf(buf + k, size - k, "|reserved");
+  } else if (il.sc->kind == IL_WORD_LOCK) {
     uint32_t owner = (uint32_t)(v & TL_LOCK_ID_MASK);
     k += (size_t)snprintf(buf + k, size - k, "%s",
                           owner == 0 ? "free"
@@ -406,6 +459,7 @@ il_gate_str(int gate)
 {
   return gate == TL_GATE_READ    ? "read"
          : gate == TL_GATE_WRITE ? "write"
+         : gate == TL_GATE_SEM   ? "semaphore"
                                  : "lock";
 }
 
@@ -439,11 +493,19 @@ il_reads_of(const il_thread_t *t)
                      t->req_gate == TL_GATE_READ);
 }
 
-/* Counts a hold the thread was just given (ACQUIRED or OWNER_DIED). A
- * writer that takes the word after a reader died holding it must be told. */
+static void il_sem_hold(il_thread_t *t, int k, int from_queue);
+
+/* Counts a hold the thread was just given (ACQUIRED or OWNER_DIED): `k`
+ * permits of a semaphore, which came `from_queue` (a queued request's
+ * grant) or were taken by a new request. A writer that takes the word
+ * after a reader died holding it must be told. */
 static void
-il_hold(il_thread_t *t, int gate, int owner_died)
+il_hold(il_thread_t *t, int gate, int owner_died, int k, int from_queue)
 {
+  if (gate == TL_GATE_SEM) {
+    il_sem_hold(t, k, from_queue);
+    return;
+  }
   if (owner_died)
     il.dead_owner_reported = 1;
   if (gate == TL_GATE_WRITE && il.reader_died) {
@@ -463,9 +525,9 @@ il_hold(il_thread_t *t, int gate, int owner_died)
 /* THE PROTOCOL AS JAVASCRIPT AND THE GLUE SEE IT.
  *
  * Everything that depends on the protocol's details is in this section:
- * the compare-exchange fast paths that mirror lib/LockWord.js and
- * lib/RWLock.js, and how a simulated thread talks to the core (what
- * src/ready.c, src/binding.c and src/env.c do for a request: settle,
+ * the compare-exchange fast paths that mirror lib/LockWord.js,
+ * lib/RWLock.js and lib/Semaphore.js, and how a simulated thread talks to the
+ * core (what src/ready.c, src/binding.c and src/env.c do for a request: settle,
  * deliver or retry, cancel, abandon). A change of the protocol changes this
  * section and leaves the invariants and the explorer alone. Each function
  * is one atomic step of the model. */
@@ -552,12 +614,38 @@ il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
   return 0;
 }
 
-/* The amount of a core request: the default (barging) policy for locks and
- * writers, except a writer whose own write request waits (lib/RWLock.js
- * #writeFlags). */
-static uint32_t
-il_request_amount(const il_thread_t *t, int gate)
+/* lib/Semaphore.js #fast: takes `k` permits with one compare-exchange
+ * while they are available and not reserved, queued requests or not. */
+static int
+il_js_sem_acquire(int k)
 {
+  int32_t v = atomic_load(IL_WORD);
+
+  if ((v & TL_SEM_RESERVED) || (v & TL_SEM_MASK) < k)
+    return 0;
+  return atomic_compare_exchange_strong(IL_WORD, &v, v - k);
+}
+
+/* lib/Semaphore.js release(): one compare-exchange while nobody is queued
+ * or woken; otherwise the core. */
+static int
+il_js_sem_release(int k)
+{
+  int32_t v = atomic_load(IL_WORD);
+
+  if (v & (TL_GATE_WAITERS | TL_SEM_WOKEN))
+    return 0;
+  return atomic_compare_exchange_strong(IL_WORD, &v, v + k);
+}
+
+/* The amount of a core request: the permits of a semaphore request (`k`);
+ * the default (barging) policy for locks and writers, except a writer whose
+ * own write request waits (lib/RWLock.js #writeFlags). */
+static uint32_t
+il_request_amount(const il_thread_t *t, int gate, int k)
+{
+  if (gate == TL_GATE_SEM)
+    return (uint32_t)k;
   if (gate == TL_GATE_READ)
     return 0;
   if (gate == TL_GATE_WRITE && t->req != IL_REQ_NONE &&
@@ -568,21 +656,23 @@ il_request_amount(const il_thread_t *t, int gate)
 
 /* The async request after a failed fast path: tl_gate_acquire_async. */
 static void
-il_core_request(il_thread_t *t, int gate)
+il_core_request(il_thread_t *t, int gate, int k)
 {
+  uint32_t amount = il_request_amount(t, gate, k);
   int r;
 
   tl_waiter_init_async(&t->w, il_settle);
   t->req = IL_REQ_CALLING;
   t->req_gate = gate;
   t->req_ticks = il.ticks;
-  r = tl_gate_acquire_async(&t->w, &il.word, gate, t->id,
-                            il_request_amount(t, gate));
+  t->starve_seen = 0;
+  r = tl_gate_acquire_async(&t->w, &il.word, gate, t->id, amount);
   il_note("core acquire_async -> %s", il_result_str(r));
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
     t->req = IL_REQ_NONE;
-    il_hold(t, gate, r == TL_RESULT_OWNER_DIED);
+    il_hold(t, gate, r == TL_RESULT_OWNER_DIED, k, 0);
   } else if (r == TL_RESULT_PENDING) {
+    t->req_seq = il.seq++;
     if (t->req == IL_REQ_CALLING)
       t->req = IL_REQ_QUEUED;
   } else {
@@ -604,7 +694,7 @@ il_core_deliver(il_thread_t *t)
     il_note("granted %s%s", il_gate_str(t->req_gate),
             t->w.owner_died ? " (owner died)" : "");
     t->req = IL_REQ_NONE;
-    il_hold(t, t->req_gate, t->w.owner_died);
+    il_hold(t, t->req_gate, t->w.owner_died, (int)t->w.amount, 1);
     return;
   }
   t->req = IL_REQ_CALLING;
@@ -612,7 +702,7 @@ il_core_deliver(il_thread_t *t)
   il_note("woken: core retry_async -> %s", il_result_str(r));
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
     t->req = IL_REQ_NONE;
-    il_hold(t, t->req_gate, r == TL_RESULT_OWNER_DIED);
+    il_hold(t, t->req_gate, r == TL_RESULT_OWNER_DIED, (int)t->w.amount, 1);
   } else if (r == TL_RESULT_PENDING) {
     if (t->req == IL_REQ_CALLING)
       t->req = IL_REQ_QUEUED;
@@ -659,15 +749,19 @@ il_core_cancel(il_thread_t *t, tl_state_t why)
  * queued or woken on the word it must fail with EDEADLK, since a blocking
  * wait could only be ended by that very thread. */
 static void
-il_core_try(il_thread_t *t, int gate)
+il_core_try(il_thread_t *t, int gate, int k)
 {
   int own_waits = t->req == IL_REQ_QUEUED || il_woken(t);
-  int r = tl_gate_acquire(&il.word, gate, t->id, il_request_amount(t, gate), 0,
-                          NULL);
+  int r = tl_gate_acquire(&il.word, gate, t->id, il_request_amount(t, gate, k),
+                          0, NULL);
 
   il_note("core acquire (sync, timeout 0) -> %s", il_result_str(r));
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED)
-    il_hold(t, gate, r == TL_RESULT_OWNER_DIED);
+    il_hold(t, gate, r == TL_RESULT_OWNER_DIED, k, 0);
+  /* Permits have no owner: a thread's own queued request is no reason to
+   * refuse it more. */
+  if (gate == TL_GATE_SEM)
+    return;
   if (own_waits && r != TL_EDEADLK)
     il_violation("a sync %s request of T%d returned %s while T%d's own %s "
                  "request is %s: expected EDEADLK",
@@ -707,10 +801,45 @@ il_check_starving_release(il_thread_t *t, int gate, int starving, int kept)
                  t->n, kept ? "kept" : "freed");
 }
 
+static il_thread_t *il_sem_first(void);
+static int il_sem_starving(const il_thread_t *t);
+
+/* A semaphore release through the core (src/sem.c). When the first request
+ * has starved, the release grants it or reserves the permits for it; from
+ * then on no new request may take permits before it (il_sem_hold). */
+static void
+il_core_sem_release(il_thread_t *t, int k)
+{
+  il_thread_t *first = il_sem_first();
+  int starving = first != NULL && il_sem_starving(first);
+  int r = tl_gate_release(&il.word, TL_GATE_SEM, t->id, (uint32_t)k);
+  char ws[96];
+
+  il_note("core release -> %s", il_result_str(r));
+  if (r != 0)
+    il_violation("T%d's semaphore release returned %s", t->n, il_result_str(r));
+  if (!starving)
+    return;
+  if (first->req == IL_REQ_SETTLED && first->w.granted)
+    return;
+  if (!(atomic_load(IL_WORD) & TL_SEM_RESERVED))
+    il_violation("a release while T%d's request for %u starved neither "
+                 "granted it nor reserved the permits for it (word %s)",
+                 first->n, first->w.amount,
+                 il_word_str(atomic_load(IL_WORD), ws, sizeof(ws)));
+  first->starve_seen = 1;
+}
+
 static void
 il_core_release(il_thread_t *t, int gate, uint32_t amount)
 {
-  int starving = gate != TL_GATE_READ && il_starving(t);
+  int starving;
+
+  if (gate == TL_GATE_SEM) {
+    il_core_sem_release(t, (int)amount);
+    return;
+  }
+  starving = gate != TL_GATE_READ && il_starving(t);
   int r = tl_gate_release(&il.word, gate, t->id, amount);
 
   il_note("core release%s -> %s", amount & TL_LOCK_HANDOFF ? " (handoff)" : "",
@@ -754,6 +883,9 @@ il_core_die(il_thread_t *t)
     t->req = IL_REQ_NONE;
   }
   t->alive = 0;
+  /* Permits have no owner: those the thread held are lost. */
+  il.lost += t->permits;
+  t->permits = 0;
   /* The core gives a dead reader's read locks back (src/rwlock.c). */
   if (t->reads != 0)
     il.reader_died = 1;
@@ -765,6 +897,105 @@ il_core_die(il_thread_t *t)
 
 /* END OF THE PROTOCOL SECTION. */
 /* ====================================================================== */
+
+/* Whether the thread's semaphore request is linked in the core's queue:
+ * asleep, or woken and not granted yet. */
+static int
+il_sem_linked(const il_thread_t *t)
+{
+  return t->req == IL_REQ_QUEUED || il_woken(t);
+}
+
+/* The first request in the semaphore's queue: the linked one that queued
+ * first (a woken request that sleeps again keeps its place). */
+static il_thread_t *
+il_sem_first(void)
+{
+  il_thread_t *first = NULL;
+
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (il_sem_linked(t) && (first == NULL || t->req_seq < first->req_seq))
+      first = t;
+  }
+  return first;
+}
+
+/* Whether the request has waited TL_POLICY_STARVING_NS: a tick since it
+ * queued. */
+static int
+il_sem_starving(const il_thread_t *t)
+{
+  return t->req_ticks < il.ticks;
+}
+
+/* Counts `k` permits the thread was just given. A new request (not
+ * `from_queue`) must not take permits while a request that a release found
+ * starving at the head still waits: they were reserved for it. */
+static void
+il_sem_hold(il_thread_t *t, int k, int from_queue)
+{
+  t->permits += k;
+  if (from_queue)
+    return;
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *o = &il.t[i];
+    if (o != t && il_sem_linked(o) && o->starve_seen)
+      il_violation("T%d's new request took %d permit(s) ahead of T%d's "
+                   "request for %u, which starved at the head when permits "
+                   "were released",
+                   t->n, k, o->n, o->w.amount);
+  }
+}
+
+/* The semaphore's invariants, after every step (see the top of the file). */
+static void
+il_check_sem_state(void)
+{
+  int32_t v = atomic_load(IL_WORD);
+  int avail = (int)(v & TL_SEM_MASK);
+  int held = 0, linked = 0, woken = 0;
+  il_thread_t *first = il_sem_first();
+  char ws[96];
+
+  il_word_str(v, ws, sizeof(ws));
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    held += t->permits;
+    if (t->req == IL_REQ_SETTLED && t->w.granted)
+      held += (int)t->w.amount;
+    linked += il_sem_linked(t);
+    woken += il_woken(t);
+  }
+  if (held + il.lost + avail != il.sc->permits)
+    il_violation("%d permit(s) held, %d lost with dead threads and %d "
+                 "available, of %d (%s)",
+                 held, il.lost, avail, il.sc->permits, ws);
+  if (woken > 1)
+    il_violation("%d requests are woken at once", woken);
+  if (woken == 0 && (v & TL_SEM_WOKEN))
+    il_violation("SEM_WOKEN is set but no request is woken: the bit was "
+                 "never given back, so releases wake nobody (%s)",
+                 ws);
+  if (woken > 0 && !(v & TL_SEM_WOKEN))
+    il_violation("a request is woken but SEM_WOKEN is clear (%s)", ws);
+  if (woken > 0 && !il_woken(first))
+    il_violation("T%d's woken request is not the first in the queue (%s)",
+                 first->n, ws);
+  if ((linked > 0) != ((v & TL_GATE_WAITERS) != 0))
+    il_violation("%d request(s) queued but GATE_WAITERS is %s (%s)", linked,
+                 (v & TL_GATE_WAITERS) ? "set" : "clear", ws);
+  if (first != NULL && first->req == IL_REQ_QUEUED &&
+      avail >= (int)first->w.amount)
+    il_violation("stall: T%d's request for %u sleeps first in the queue "
+                 "while %d permit(s) are free and nobody is woken (%s)",
+                 first->n, first->w.amount, avail, ws);
+  if ((v & TL_SEM_RESERVED) && (first == NULL || !il_sem_starving(first) ||
+                                avail >= (int)first->w.amount))
+    il_violation("SEM_RESERVED is set without a starving first request that "
+                 "does not fit (%s)",
+                 ws);
+}
 
 /* The invariants, after every step (see the top of the file). */
 static void
@@ -779,6 +1010,11 @@ il_check_state(void)
   il_thread_t *holder = NULL;
   int reads = 0, woken = 0, queued = 0;
   char a[32], ws[96];
+
+  if (il.sc->kind == IL_WORD_SEM) {
+    il_check_sem_state();
+    return;
+  }
 
   /* A dead holder stays in the word until somebody takes the lock over;
    * that must be said (OWNER_DIED to the new owner). A grant on its way to
@@ -850,6 +1086,17 @@ il_check_quiescent(void)
 {
   char ws[96];
 
+  /* A semaphore request may wait for good for permits that died with a
+   * thread, or that a thread keeps; a stall with free permits is caught at
+   * every step. */
+  if (il.sc->kind == IL_WORD_SEM) {
+    int kept = il.lost;
+    for (int i = 0; i < il.nthreads; i++)
+      kept += il.t[i].alive ? il.t[i].permits : 0;
+    if (kept > 0)
+      return;
+  }
+
   for (int i = 0; i < il.nthreads; i++) {
     il_thread_t *t = &il.t[i];
     if (t->req == IL_REQ_QUEUED) {
@@ -899,6 +1146,12 @@ il_op_str(const il_op_t *op)
   const char *g = op->gate == TL_GATE_READ    ? " read"
                   : op->gate == TL_GATE_WRITE ? " write"
                                               : "";
+  char permits[8];
+
+  if (op->gate == TL_GATE_SEM) {
+    snprintf(permits, sizeof(permits), " %d", op->amount);
+    g = permits;
+  }
 
   switch ((il_op_kind_t)op->kind) {
   case IL_ACQ:
@@ -928,6 +1181,46 @@ il_op_str(const il_op_t *op)
   return buf;
 }
 
+/* The first half of a semaphore operation (lib/Semaphore.js): acquire and
+ * try through the fast path, release through its compare-exchange; the
+ * core half follows as for the other words. Returns 0 for the operations
+ * that every word shares (abort, timeout, death, tick). */
+static int
+il_sem_step(il_thread_t *t, const il_op_t *op)
+{
+  int k = op->amount;
+
+  switch ((il_op_kind_t)op->kind) {
+  case IL_ACQ:
+  case IL_TRY:
+    if (il_js_sem_acquire(k)) {
+      il_note("fast path takes %d", k);
+      il_hold(t, TL_GATE_SEM, 0, k, 0);
+      t->pc++;
+    } else {
+      il_note("fast path fails");
+      t->cont = op->kind == IL_ACQ ? IL_CONT_ACQ : IL_CONT_TRY;
+    }
+    return 1;
+  case IL_REL:
+    if (t->permits < k) {
+      il_note("holds %d, skipped", t->permits);
+      t->pc++;
+    } else if (il_js_sem_release(k)) {
+      il_note("compare-exchange returns %d", k);
+      t->permits -= k;
+      t->pc++;
+    } else {
+      il_note("compare-exchange does not apply");
+      t->cont = IL_CONT_RELEASE;
+      t->cont_arg = (uint32_t)k;
+    }
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 /* Runs the next step of `t`: an operation, or the core half of one. */
 static void
 il_step(il_thread_t *t)
@@ -941,17 +1234,19 @@ il_step(il_thread_t *t)
   case IL_CONT_ACQ:
     t->cont = IL_CONT_NONE;
     t->pc++;
-    il_core_request(t, gate);
+    il_core_request(t, gate, op->amount);
     return;
   case IL_CONT_TRY:
     t->cont = IL_CONT_NONE;
     t->pc++;
-    il_core_try(t, gate);
+    il_core_try(t, gate, op->amount);
     return;
   case IL_CONT_RELEASE:
     t->cont = IL_CONT_NONE;
     t->pc++;
-    if (il_exclusive(gate))
+    if (gate == TL_GATE_SEM)
+      t->permits -= (int)t->cont_arg;
+    else if (il_exclusive(gate))
       t->excl--;
     else
       t->reads--;
@@ -970,12 +1265,14 @@ il_step(il_thread_t *t)
   case IL_CONT_NONE:
     break;
   }
+  if (gate == TL_GATE_SEM && il_sem_step(t, op))
+    return;
   switch ((il_op_kind_t)op->kind) {
   case IL_ACQ:
     if (il_js_fast_acquire(t, gate, 1)) {
       il_note("fast path takes it");
       /* LockWord.ownerDied: the word's bit, kept while held. */
-      il_hold(t, gate, il_word_died(gate));
+      il_hold(t, gate, il_word_died(gate), 0, 0);
       t->pc++;
     } else {
       il_note("fast path fails");
@@ -991,7 +1288,7 @@ il_step(il_thread_t *t)
             t->req == IL_REQ_NONE ||
                 (gate == TL_GATE_WRITE && t->req_gate != TL_GATE_WRITE))) {
       il_note("fast path takes it");
-      il_hold(t, gate, il_word_died(gate));
+      il_hold(t, gate, il_word_died(gate), 0, 0);
       t->pc++;
       /* The word must show a queued or woken request (its bits), so that
        * this compare-exchange cannot succeed beside it. */
@@ -1098,7 +1395,7 @@ il_parse(const il_scenario_t *sc)
   while (*p != '\0') {
     char tok[16];
     int len = 0;
-    il_op_t op = { 0, TL_GATE_LOCK };
+    il_op_t op = { 0, TL_GATE_LOCK, 0 };
 
     while (*p == ' ')
       p++;
@@ -1116,6 +1413,10 @@ il_parse(const il_scenario_t *sc)
     tok[len] = '\0';
     if (len > 1 && (tok[len - 1] == 'W' || tok[len - 1] == 'R')) {
       op.gate = tok[len - 1] == 'W' ? TL_GATE_WRITE : TL_GATE_READ;
+      tok[--len] = '\0';
+    } else if (len > 1 && tok[len - 1] >= '1' && tok[len - 1] <= '9') {
+      op.gate = TL_GATE_SEM;
+      op.amount = (uint8_t)(tok[len - 1] - '0');
       tok[--len] = '\0';
     }
     if (strcmp(tok, "acq") == 0)
@@ -1138,12 +1439,43 @@ il_parse(const il_scenario_t *sc)
       op.kind = IL_TICK;
     else
       TL_TEST_FAIL("scenario %s: unknown operation %s", sc->name, tok);
-    ASSERT((sc->kind == IL_WORD_LOCK) == (op.gate == TL_GATE_LOCK) ||
+    ASSERT(((sc->kind == IL_WORD_LOCK) == (op.gate == TL_GATE_LOCK) &&
+            (sc->kind == IL_WORD_SEM) == (op.gate == TL_GATE_SEM)) ||
            !il_waits_for_request((il_op_kind_t)op.kind) || op.kind == IL_TICK);
+    ASSERT(op.gate != TL_GATE_SEM || op.kind != IL_REL_KEEP);
     ASSERT_LT(il.t[n].nops, IL_MAX_OPS);
     il.t[n].ops[il.t[n].nops++] = op;
   }
   il.nthreads = n + 1;
+}
+
+/* The semaphore's part of il_drain: the permits that live threads hold
+ * and those lost with dead ones go back through the core; with `check`
+ * the word must then show every permit and no waiter. */
+static void
+il_drain_sem(int check)
+{
+  char ws[96];
+  int32_t v;
+
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *t = &il.t[i];
+    if (t->permits > 0 &&
+        tl_gate_release(&il.word, TL_GATE_SEM, t->id, (uint32_t)t->permits))
+      il_violation("T%d could not return its permits at the end", t->n);
+    t->permits = 0;
+  }
+  if (il.lost > 0 &&
+      tl_gate_release(&il.word, TL_GATE_SEM, IL_JANITOR, (uint32_t)il.lost))
+    il_violation("the lost permits could not be returned at the end");
+  v = atomic_load(IL_WORD);
+  if (check && !il.violated &&
+      (v != il.sc->permits || tl_waiter_count(&il.word) != 0))
+    il_violation("the execution ended with the word at %s and %zu "
+                 "waiter(s) on it, not %d free permits",
+                 il_word_str(v, ws, sizeof(ws)), tl_waiter_count(&il.word),
+                 il.sc->permits);
+  ASSERT_EQ(tl_waiter_count(&il.word), 0);
 }
 
 /* Gives back whatever an execution left: requests still in the core, holds
@@ -1160,6 +1492,10 @@ il_drain(int check)
     if (t->req != IL_REQ_NONE && !tl_cancel(&t->w, TL_CANCELLED))
       tl_gate_abandon(&t->w);
     t->req = IL_REQ_NONE;
+  }
+  if (il.sc->kind == IL_WORD_SEM) {
+    il_drain_sem(check);
+    return;
   }
   for (int i = 0; i < il.nthreads && check; i++) {
     il_thread_t *t = &il.t[i];
@@ -1208,7 +1544,9 @@ il_execute(int prefix)
   char ws[96];
 
   il_parse(il.sc);
-  il.word = 0;
+  il.word = il.sc->kind == IL_WORD_SEM ? il.sc->permits : 0;
+  il.lost = 0;
+  il.seq = 0;
   il_clock = IL_CLOCK_START_NS;
   il.ticks = 0;
   il.reader_died = 0;
