@@ -59,6 +59,14 @@ export interface LockRequestOptions {
   signal?: AbortSignalLike
   /** Whether a waiting request keeps the event loop alive. Default `true`. */
   ref?: boolean
+  /**
+   * threadlock's addition (Web Locks has none): give up once the request
+   * has waited this many milliseconds. The request leaves the queue, as
+   * with an abort, and the promise rejects with a {@link LockError} of code
+   * `'ETIMEDOUT'`. Cannot be combined with `steal` or `ifAvailable`.
+   * Default: no limit.
+   */
+  timeout?: number
 }
 
 /** Options of {@link LockManager.requestSync}. */
@@ -71,7 +79,8 @@ export interface LockRequestSyncOptions {
   steal?: boolean
   /**
    * How long to wait, in milliseconds, before throwing a {@link LockError}
-   * with code `'ETIMEDOUT'`. Default `Infinity`.
+   * with code `'ETIMEDOUT'`. Default `Infinity`. Cannot be combined with
+   * `steal` or `ifAvailable`, which never wait.
    */
   timeout?: number
 }
