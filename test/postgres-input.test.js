@@ -32,33 +32,8 @@ function shape (err) {
   return { class: err.constructor.name, name: err.name, message: err.message }
 }
 
-const aborted = AbortSignal.abort(new Error('already aborted'))
-const { signal } = new AbortController()
-const fn = () => {}
-const badCalls = [
-  ['no arguments', []],
-  ['no callback', ['n']],
-  ['a symbol name', [Symbol('s'), fn]],
-  ['a name whose toString throws', [{ toString () { throw new RangeError('no string') } }, fn]],
-  ...[123, 'abc', null, {}, [], true].map((bad) => [`callback ${String(bad)}`, ['n', {}, bad]]),
-  ...[42, 'exclusive', true, Symbol('o')].map((bad) => [`options ${String(bad)}`, ['n', bad, fn]]),
-  ...['foo', null, 'Exclusive', 'SHARED', '', 0].map((bad) => [`mode ${String(bad)}`, ['n', { mode: bad }, fn]]),
-  ...['string', 12.34, false, {}, fn, null, Symbol('s'), new AbortController()].map((bad) =>
-    [`signal ${typeof bad}`, ['n', { signal: bad }, fn]]),
-  ...['yes', 1, null, {}].map((bad) => [`ref ${String(bad)}`, ['n', { ref: bad }, fn]]),
-  ...['10', null, {}, 10n, -1, NaN, -Infinity].map((bad) => [`timeout ${String(bad)}`, ['n', { timeout: bad }, fn]]),
-  ['timeout with ifAvailable', ['n', { ifAvailable: true, timeout: 10 }, fn]],
-  ['timeout with steal', ['n', { steal: true, timeout: 10 }, fn]],
-  ...['-', '-x', '--'].map((name) => [`reserved name ${name}`, [name, fn]]),
-  ['reserved name with ifAvailable', ['-x', { ifAvailable: true }, fn]],
-  ['steal with ifAvailable', ['n', { steal: true, ifAvailable: true }, fn]],
-  ['steal in shared mode', ['n', { steal: true, mode: 'shared' }, fn]],
-  ['steal with a signal', ['n', { steal: true, signal }, fn]],
-  ['ifAvailable with a signal', ['n', { ifAvailable: true, signal }, fn]],
-  ['steal with an aborted signal', ['n', { steal: true, signal: aborted }, fn]],
-  ['a reserved name with an aborted signal', ['-x', { signal: aborted }, fn]],
-  ['an aborted signal', ['n', { signal: aborted }, fn]]
-]
+// The calls threadlock.locks refuses, shared with threadlock/host's test.
+const { badCalls, fn, aborted } = require('./fixtures/request-bad-calls')
 
 describe('threadlock/postgres: bad input', function () {
   after(() => manager.close())
