@@ -12,22 +12,8 @@ const path = require('path')
 const { execFileSync } = require('child_process')
 const { locks } = require('..')
 const { createLockManager, HostError } = require('../host')
-const { badCalls, fn, aborted } = require('./fixtures/request-bad-calls')
+const { badCalls, fn, errorOf, refusesAsLocks } = require('./fixtures/request-bad-calls')
 const { scopeDir } = require('./fixtures/host-harness')
-
-async function errorOf (promise) {
-  try {
-    await promise
-  } catch (err) {
-    return err
-  }
-  return null
-}
-
-function shape (err) {
-  if (err === null) return null
-  return { class: err.constructor.name, name: err.name, message: err.message }
-}
 
 describe('threadlock/host: bad input', function () {
   let dir, manager
@@ -40,14 +26,7 @@ describe('threadlock/host: bad input', function () {
   describe('request() refuses what threadlock.locks refuses, with the same error', function () {
     for (const [label, args] of badCalls) {
       it(label, async () => {
-        let ran = false
-        const wrap = (a) => a.map((x) => x === fn ? () => { ran = true } : x)
-        const expected = await errorOf(locks.request(...wrap(args)))
-        assert.notStrictEqual(expected, null, 'threadlock.locks accepted this call: the table is wrong')
-        const actual = await errorOf(manager.request(...wrap(args)))
-        assert.deepStrictEqual(shape(actual), shape(expected))
-        if (args[1] && args[1].signal === aborted && expected === aborted.reason) assert.strictEqual(actual, aborted.reason)
-        assert.strictEqual(ran, false, 'the callback of a refused request ran')
+        await refusesAsLocks(manager, args)
         // Nothing was left in the table.
         assert.strictEqual(manager.stats().nodes, 0)
       })

@@ -18,22 +18,8 @@ const { createLockManager, SessionError } = require('../postgres')
 // refused before a connection is asked for. Port 1 would refuse one anyway.
 const manager = createLockManager('postgres://nobody@127.0.0.1:1/none')
 
-async function errorOf (promise) {
-  try {
-    await promise
-  } catch (err) {
-    return err
-  }
-  return null
-}
-
-function shape (err) {
-  if (err === null) return null
-  return { class: err.constructor.name, name: err.name, message: err.message }
-}
-
 // The calls threadlock.locks refuses, shared with threadlock/host's test.
-const { badCalls, fn, aborted } = require('./fixtures/request-bad-calls')
+const { badCalls, fn, errorOf, refusesAsLocks } = require('./fixtures/request-bad-calls')
 
 describe('threadlock/postgres: bad input', function () {
   after(() => manager.close())
@@ -41,14 +27,7 @@ describe('threadlock/postgres: bad input', function () {
   describe('request() refuses what threadlock.locks refuses, with the same error', function () {
     for (const [label, args] of badCalls) {
       it(label, async () => {
-        let ran = false
-        const wrap = (a) => a.map((x) => x === fn ? () => { ran = true } : x)
-        const expected = await errorOf(locks.request(...wrap(args)))
-        assert.notStrictEqual(expected, null, 'threadlock.locks accepted this call: the table is wrong')
-        const actual = await errorOf(manager.request(...wrap(args)))
-        assert.deepStrictEqual(shape(actual), shape(expected))
-        if (args[1] && args[1].signal === aborted && expected === aborted.reason) assert.strictEqual(actual, aborted.reason)
-        assert.strictEqual(ran, false, 'the callback of a refused request ran')
+        await refusesAsLocks(manager, args)
       })
     }
 
