@@ -4,8 +4,11 @@
 // resolves with { acquire(), close() }, where acquire() resolves with (or
 // returns) a release function. The peers of other packages are loaded from
 // THREADLOCK_BENCH_DEPS (a directory with node_modules/proper-lockfile and
-// node_modules/fs-ext), or from this checkout's node_modules; a missing one
-// is reported as n/a.
+// node_modules/fs-ext), or from this checkout's node_modules. missing()
+// resolves with null, or with why the row is skipped: a package that is not
+// installed, or (for threadlock/postgres) no PostgreSQL server, found as the
+// postgres tests find theirs: THREADLOCK_PG_URL, or node-postgres's PG*
+// variables.
 
 const fs = require('fs')
 const path = require('path')
@@ -23,6 +26,47 @@ function load (name) {
   return null
 }
 
+const NOT_INSTALLED = 'not installed (see bench/README.md)'
+
+function installed (name) {
+  return load(name) !== null ? null : NOT_INSTALLED
+}
+
+// The connection of threadlock/postgres: a URL, or {} so that node-postgres
+// reads PGHOST, PGUSER, ...
+function pgConfig () {
+  return process.env.THREADLOCK_PG_URL || {}
+}
+
+// Whether a PostgreSQL server answers; asked once per process.
+let pgProblem = null
+let pgVersion = null
+function pgMissing () {
+  if (pgProblem === null) {
+    pgProblem = (async () => {
+      const pg = load('pg')
+      if (pg === null) return 'pg is not installed'
+      if (!process.env.THREADLOCK_PG_URL && !process.env.PGHOST && !process.env.PGDATABASE) {
+        return 'THREADLOCK_PG_URL is not set (bash .ci/postgres.sh start prints one)'
+      }
+      const config = process.env.THREADLOCK_PG_URL ? { connectionString: process.env.THREADLOCK_PG_URL } : {}
+      const client = new pg.Client({ ...config, connectionTimeoutMillis: 3000 })
+      client.on('error', () => {})
+      try {
+        await client.connect()
+        const { rows: [{ v }] } = await client.query('SELECT version() AS v')
+        pgVersion = v.split(' on ')[0]
+        return null
+      } catch (err) {
+        return `no PostgreSQL server at THREADLOCK_PG_URL or PG* (${err.message})`
+      } finally {
+        await client.end().catch(() => {})
+      }
+    })()
+  }
+  return pgProblem
+}
+
 // Acquire through the callback API of a Web Locks style manager: the lock
 // is held until the returned function is called.
 function viaCallback (request) {
@@ -34,7 +78,7 @@ function viaCallback (request) {
 const impls = {
   // threadlock/host, blocking form: requestSync + release.
   'host sync': {
-    available: () => true,
+    missing: () => null,
     open (dir) {
       const m = require('../host').createLockManager({ path: dir })
       return {
@@ -46,7 +90,7 @@ const impls = {
   },
   // threadlock/host, event-loop form: await request(name, callback).
   'host async': {
-    available: () => true,
+    missing: () => null,
     open (dir) {
       const m = require('../host').createLockManager({ path: dir })
       return { acquire: viaCallback((cb) => m.request('bench', cb)), close: () => m.close() }
@@ -54,7 +98,7 @@ const impls = {
   },
   // threadlock.locks: one process only (worker threads), for scale.
   'threadlock.locks': {
-    available: () => true,
+    missing: () => null,
     inProcess: true,
     open () {
       const { locks } = require('..')
@@ -64,7 +108,7 @@ const impls = {
   // flock(2) through fs-ext: a blocking call (here in a process of its own,
   // so that blocking its only thread is harmless).
   'flock (fs-ext)': {
-    available: () => load('fs-ext') !== null,
+    missing: () => installed('fs-ext'),
     open (dir) {
       const fsext = load('fs-ext')
       const fd = fs.openSync(path.join(dir, 'flock.lock'), 'a')
@@ -78,7 +122,7 @@ const impls = {
   // proper-lockfile with `retries: 10`, the usual way to make it wait
   // (the `retry` package's back-off, from 1 s).
   'proper-lockfile': {
-    available: () => load('proper-lockfile') !== null,
+    missing: () => installed('proper-lockfile'),
     slow: true,
     open (dir) {
       const lockfile = load('proper-lockfile')
@@ -88,6 +132,25 @@ const impls = {
         acquire: () => lockfile.lock(file, { retries: 10 }),
         close () {}
       }
+    }
+  },
+  // threadlock/postgres: await request(name, callback) on session advisory
+  // locks, one network round trip (or more) per step; it has no blocking
+  // form. Every grant also commits the fencing counter (a durable write),
+  // so the uncontended loop is shorter. The lock's name comes from the
+  // directory, which is fresh for each measure, so measures and runs do not
+  // meet on the server. Two connections: the next request of the name waits
+  // on the server while the current one holds.
+  postgres: {
+    missing: pgMissing,
+    about: () => pgVersion,
+    uncontended: 300,
+    async open (dir) {
+      const m = require('../postgres').createLockManager(pgConfig(), { maxConnections: 2 })
+      const name = `bench/host/${path.basename(dir)}`
+      // The first request creates the name's row and connects.
+      await m.request(name, () => {})
+      return { acquire: viaCallback((cb) => m.request(name, cb)), close: () => m.close() }
     }
   }
 }

@@ -14,7 +14,7 @@ const [implName, dir] = isMainThread ? process.argv.slice(2) : [workerData.impl,
 const send = isMainThread ? (m) => process.send(m) : (m) => parentPort.postMessage(m)
 const port = isMainThread ? process : parentPort
 
-const impl = impls[implName].open(dir)
+let impl = null
 let release = null
 
 function now () {
@@ -51,5 +51,13 @@ const ops = {
   }
 }
 
-port.on('message', (m) => { ops[m.op](m) })
-send({ ev: 'ready', pid: process.pid })
+// open() may be asynchronous (threadlock/postgres connects): ready only
+// once it is open, and no command comes before ready.
+Promise.resolve(impls[implName].open(dir)).then((opened) => {
+  impl = opened
+  port.on('message', (m) => { ops[m.op](m) })
+  send({ ev: 'ready', pid: process.pid })
+}, (err) => {
+  console.error(err)
+  process.exit(1)
+})

@@ -13,9 +13,13 @@
 //   4. recovery after kill -9: A holds, B waits, A is killed; the time from
 //      the kill to B's grant, ms (median of 5)
 // proper-lockfile and fs-ext are optional: put them in a directory and
-// point THREADLOCK_BENCH_DEPS at it (see bench/README.md).
+// point THREADLOCK_BENCH_DEPS at it (see bench/README.md). threadlock/postgres
+// runs when a PostgreSQL server answers at THREADLOCK_PG_URL (or the PG*
+// variables), as for its tests; a row that cannot run is listed with why.
 //
-//   node bench/host.js [--quick]
+//   [THREADLOCK_PG_URL=postgres://...] node bench/host.js [--quick] [--only=name,name]
+//
+// --only runs the named rows (and host sync, the base of the ratios).
 
 const fs = require('fs')
 const os = require('os')
@@ -29,6 +33,7 @@ const UNCONTENDED = QUICK ? 1000 : 5000
 const HANDOFFS = QUICK ? 10 : 40
 const CONTENDED_MS = QUICK ? 1000 : 3000
 const PEER = path.join(__dirname, 'host-peer.js')
+const ONLY = (process.argv.find((a) => a.startsWith('--only=')) || '').slice('--only='.length).split(',').filter(Boolean)
 
 function median (values) {
   const s = [...values].sort((a, b) => a - b)
@@ -68,7 +73,7 @@ function peer (impl, dir) {
 async function uncontended (name) {
   const dir = freshDir()
   const impl = await impls[name].open(dir)
-  const n = impls[name].slow ? Math.min(UNCONTENDED, 100) : UNCONTENDED
+  const n = Math.min(UNCONTENDED, impls[name].uncontended ?? (impls[name].slow ? 100 : UNCONTENDED))
   for (let i = 0; i < Math.min(n, 500); i++) await (await impl.acquire())()
   // The median of 5 rounds: the machine may be shared.
   const rounds = []
@@ -170,8 +175,16 @@ function ratio (v, base) {
 }
 
 async function main () {
-  const names = Object.keys(impls).filter((n) => impls[n].available())
-  const missing = Object.keys(impls).filter((n) => !impls[n].available())
+  const names = []
+  const skipped = []
+  const unknown = ONLY.filter((n) => !(n in impls))
+  if (unknown.length > 0) throw new RangeError(`bench/host.js: --only names no row: ${unknown.join(', ')} (rows: ${Object.keys(impls).join(', ')})`)
+  for (const name of Object.keys(impls)) {
+    if (ONLY.length > 0 && name !== 'host sync' && !ONLY.includes(name)) continue
+    const why = await impls[name].missing()
+    if (why === null) names.push(name)
+    else skipped.push(`${name}: ${why}`)
+  }
   const rows = {}
   for (const name of names) {
     process.stderr.write(`${name}: uncontended\n`)
@@ -185,13 +198,14 @@ async function main () {
     rows[name] = { u, h, c, r }
   }
   const base = rows['host sync']
-  console.log(`\nthreadlock/host bench, Node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()} ${os.release()}${QUICK ? ', --quick' : ''}\n`)
+  const about = names.map((n) => impls[n].about && impls[n].about()).filter(Boolean)
+  console.log(`\nthreadlock/host bench, Node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()} ${os.release()}${about.map((a) => `, ${a}`).join('')}${QUICK ? ', --quick' : ''}\n`)
   console.log('| lock | uncontended µs | ratio | hand-off µs | ratio | contended grants/s (4) | ratio | shares | recovery after kill -9, ms |')
   console.log('|---|---|---|---|---|---|---|---|---|')
   for (const [name, { u, h, c, r }] of Object.entries(rows)) {
     console.log(`| ${name} | ${fmt(u, 2)} | ${ratio(u, base.u)} | ${fmt(h)} | ${ratio(h, base.h)} | ${c ? fmt(c.perSecond, 0) : 'n/a'} | ${c ? ratio(c.perSecond, base.c.perSecond) : 'n/a'} | ${c ? c.shares.join('/') : 'n/a'} | ${fmt(r, 2)} |`)
   }
-  if (missing.length > 0) console.log(`\nnot installed (see bench/README.md): ${missing.join(', ')}`)
+  if (skipped.length > 0) console.log(`\n${skipped.map((line) => `skipped ${line}`).join('\n')}`)
 }
 
 main().catch((err) => {
