@@ -171,7 +171,9 @@ function fmt (v, digits = 1) {
 
 function ratio (v, base) {
   if (v === null || v === undefined || !base) return 'n/a'
-  return `${(v / base).toFixed(2)}×`
+  // Two significant digits below 0.01, so that a small ratio is not 0.00.
+  const r = v / base
+  return `${r >= 0.01 ? r.toFixed(2) : r.toPrecision(2)}×`
 }
 
 async function main () {
