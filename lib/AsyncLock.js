@@ -109,9 +109,10 @@ class AsyncLock extends SharedSlot {
   /**
    * True while the lock is held by a thread that took it over from one that
    * died holding it: the data it protects may be half updated. Cleared by
-   * the next release.
+   * the next release. (A free word may carry the news for its next holder,
+   * when a grant that carried it was never used: src/lock.c, I6.)
    */
-  get ownerDied () { return this.#word.ownerDied }
+  get ownerDied () { return this.locked && this.#word.ownerDied }
 
   #fast () {
     if (!this.#word.fast()) return false

@@ -97,12 +97,17 @@ tl__gate_release_locked(tl_bucket_t *b, int32_t *word, int gate, uint32_t id,
 }
 
 /* The hook for a grant that reaches a thread that will never use it: the
- * gate is released as its holder would have released it. */
+ * gate is released as its holder would have released it. A lock or write
+ * lock granted with OWNER_DIED keeps that news for the next holder: nobody
+ * has seen the dead owner's half-done work yet (lock.c, I6). */
 static void
 tl__gate_abandon_grant(tl_bucket_t *b, tl_waiter_t *w)
 {
   uint32_t amount =
       w->gate == TL_GATE_SEM ? w->amount : w->amount & TL_LOCK_BARGE;
+
+  if ((w->gate == TL_GATE_LOCK || w->gate == TL_GATE_WRITE) && w->owner_died)
+    amount |= TL__LOCK_UNUSED_DIED;
 
   tl__gate_release_locked(b, (int32_t *)w->addr, w->gate, w->lock_id, amount);
 }

@@ -52,6 +52,13 @@
  *       gives K back and, if the word is free, wakes the next waiter.
  *   I5  A release hands over (or wakes) the oldest waiter only: the queue's
  *       order is the order of first arrival, and a waiter keeps its place.
+ *   I6  The news that an owner died reaches a holder that runs: only the
+ *       release of a holder that was told (or a later one) clears the died
+ *       bit. A grant with OWNER_DIED that its thread never uses (the thread
+ *       is terminated first: tl__gate_abandon_grant) is given back with
+ *       TL__LOCK_UNUSED_DIED, which hands it on with OWNER_DIED or leaves
+ *       the died bit on the free word, where the next taker finds it (the
+ *       core, and JavaScript's barging compare-exchange, keep the bit).
  *
  * Every function here expects the word's bucket lock, but the courtesy
  * wait, which runs with no lock held.
@@ -234,11 +241,14 @@ tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
   uintptr_t addr = (uintptr_t)word;
   int32_t v = atomic_load(word);
   int32_t died = tl__died_bit(gate);
+  int32_t unused_died;
   tl_waiter_t *first;
   int hand_off;
 
   if (tl__owner_of(gate, v) != id)
     return TL_ENOTOWNER;
+  /* I6: a hold given back unused keeps the news of a dead owner. */
+  unused_died = (flags & TL__LOCK_UNUSED_DIED) ? died : 0;
   first = tl__first_gate_waiter(b, addr);
   if (first == NULL) {
     /* Nobody waits, so nobody is woken (I1, I2): the word's only bits are
@@ -247,7 +257,7 @@ tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
       atomic_store(word, v & ~died);
       return TL_RESULT_ACQUIRED;
     }
-    atomic_store(word, 0);
+    atomic_store(word, unused_died);
     return 0;
   }
   hand_off = !(flags & TL_LOCK_BARGE) || (flags & TL_LOCK_HANDOFF) ||
@@ -259,21 +269,23 @@ tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
   }
   if (hand_off) {
     if (first->gate == TL_GATE_READ) {
-      /* Readers at the head of a read-write lock's queue enter together. */
-      atomic_store(word, v & TL_GATE_WAITERS);
-      tl__rw_pass(b, addr, 0);
+      /* Readers at the head of a read-write lock's queue enter together;
+       * the word keeps RW_OWNER_DIED for the next writer. */
+      atomic_store(word, (v & TL_GATE_WAITERS) | unused_died);
+      tl__rw_pass(b, addr, unused_died != 0);
     } else {
       /* Straight to the oldest waiter, woken or asleep (I1: a woken one is
        * the first); K goes with it. */
-      atomic_store(word, tl__taken(b, first, addr, gate, 0, first->lock_id, 0));
-      tl__gate_grant(b, first, 0);
+      atomic_store(word, tl__taken(b, first, addr, gate, 0, first->lock_id,
+                                   unused_died != 0));
+      tl__gate_grant(b, first, unused_died != 0);
     }
   } else if (v & TL_LOCK_WOKEN) {
     /* Somebody is on the way already: free the word, wake nobody. */
-    atomic_store(word, v & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
+    atomic_store(word, (v & (TL_GATE_WAITERS | TL_LOCK_WOKEN)) | unused_died);
   } else {
     /* Normal mode: free the word and wake the oldest to compete. */
-    atomic_store(word, TL_GATE_WAITERS | TL_LOCK_WOKEN);
+    atomic_store(word, TL_GATE_WAITERS | TL_LOCK_WOKEN | unused_died);
     tl__gate_wake(first);
   }
   return 0;

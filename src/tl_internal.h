@@ -93,6 +93,10 @@ void tl__gate_wake(tl_waiter_t *w);
 void tl__gate_waiters_bit(tl_bucket_t *b, uintptr_t addr);
 
 /* lock.c: the lock policy for lock words and RWLock writers. */
+/* A release flag of the core only (JavaScript cannot pass it): the holder
+ * never used its hold, which came with OWNER_DIED, so the next holder must
+ * be told in its place (lock.c, I6). */
+#define TL__LOCK_UNUSED_DIED 0x100
 int tl__lock_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self);
 int tl__lock_resume(tl_bucket_t *b, tl_waiter_t *w);
 int tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate,

@@ -686,6 +686,53 @@ describe('a terminated reader gives its read lock back: a writer gets the lock, 
   })
 })
 
+describe('a grant that told ownerDied and was never used tells the next holder', function () {
+  endWorkers()
+  this.timeout(30000)
+
+  // A holds and is terminated; B's queued request is granted, flagged
+  // ownerDied, while B's thread is busy, and B is terminated before it can
+  // use the grant; the main thread, queued behind B, must be told.
+  const cases = [
+    ['AsyncLock', () => new AsyncLock(), (l) => l.owner],
+    ['AsyncLock { fifo: true }', () => new AsyncLock(undefined, 0, { fifo: true }), (l) => l.owner],
+    ['RWLock', () => new RWLock(), (l) => l.writer]
+  ]
+  // The exclusive forms of both primitives, in a worker.
+  const hold = ({ state }) => {
+    if (state.p.lock) state.p.lock()
+    else state.p.acquireWriteSync()
+  }
+  const queue = ({ state }) => {
+    state.req = state.p.acquire ? state.p.acquire() : state.p.acquireWrite()
+  }
+  for (const [name, make, holder] of cases) {
+    it(`${name}: the holder dies, the next one dies before it runs, the third is told`, async () => {
+      const lock = track(make())
+      const request = () => lock instanceof RWLock ? lock.acquireWrite() : lock.acquire()
+      const [a, b] = await started(openIn('p', lock), openIn('p', lock))
+      await a.run(hold, undefined, 5000)
+      await b.run(queue, undefined, 5000)
+      await until(() => lock.waiting === 1, 'B\'s request did not queue')
+      // B's thread blocks, so that the grant cannot reach its JavaScript.
+      b.run((ctx) => {
+        ctx.post({ blocking: true })
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20000)
+      }).catch(() => {})
+      await b.nextEvent((e) => e.blocking === true)
+      const mine = request()
+      await until(() => lock.waiting === 2, 'the main thread\'s request did not queue')
+      await a.terminate()
+      await until(() => holder(lock) === b.threadId, 'B\'s request was not granted after A was terminated')
+      await b.terminate()
+      const release = await within(mine, 5000, 'the main thread never got the lock')
+      assert.strictEqual(release.ownerDied, true, 'the main thread was not told that a holder died')
+      release()
+      assert.strictEqual(holder(lock), null)
+    })
+  }
+})
+
 describe('a thread\'s own requests are granted in the order it made them', function () {
   endWorkers()
   this.timeout(30000)

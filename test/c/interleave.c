@@ -23,7 +23,9 @@
  *     while a request is woken and clear otherwise (a woken waiter gives
  *     it back), and at most one request is woken at a time;
  *   - a free word with queued waiters has a woken waiter on its way;
- *   - a dead owner's lock is taken over only with OWNER_DIED said;
+ *   - a dead owner's lock is taken over only with OWNER_DIED said, and
+ *     a grant that said it but whose thread died before it ran passes it
+ *     on to the next exclusive holder;
  * at quiescence (nobody can move) no request still sleeps; and at the end
  * the word is 0 with no waiter left. A semaphore word (src/sem.c) has its
  * own invariants: the permits held, on their way to a grantee, lost with
@@ -155,6 +157,14 @@ static const il_scenario_t il_scenarios[] = {
     "a thread dies queued, woken, handed the lock while woken, or holding", 0 },
   { "lock-die-holding", IL_WORD_LOCK, "acq die | acq rel acq rel | acq rel",
     "a holder dies; the next one takes over with OWNER_DIED", 0 },
+  { "lock-die-twice", IL_WORD_LOCK, "acq die | acq die | acq rel",
+    "a holder dies; the waiter told OWNER_DIED dies before it runs; the "
+    "next holder is told",
+    0 },
+  { "rw-die-twice", IL_WORD_RW, "acqW die | acqW die | acqW relW",
+    "a writer dies; the writer told OWNER_DIED dies before it runs; the "
+    "next writer is told",
+    0 },
   { "lock-probe", IL_WORD_LOCK, "acq rel | acq try rel | acq rel",
     "a sync request beside the thread's own queued or woken one: EDEADLK", 0 },
   { "rw-writers", IL_WORD_RW, "acqW relW acqW relhW | acqW relhW | acqR relR",
@@ -290,6 +300,8 @@ static struct {
   int lost;                /* semaphore: permits that died with a thread */
   unsigned seq;            /* semaphore: requests queued so far */
   int dead_owner_reported; /* an OWNER_DIED since the last holder died */
+  int news_owed;           /* a grant with OWNER_DIED died unused: the next
+                              exclusive holder must be told (lock.c, I6) */
   int ticks;               /* IL_TICKs so far in this execution */
   int reader_died;         /* a reader died holding; no writer told yet */
   int violated;
@@ -512,6 +524,13 @@ il_hold(il_thread_t *t, int gate, int owner_died, int k, int from_queue)
   }
   if (owner_died)
     il.dead_owner_reported = 1;
+  if (il_exclusive(gate) && il.news_owed) {
+    il.news_owed = 0;
+    if (!owner_died)
+      il_violation("T%d took the %s after a grant with OWNER_DIED died "
+                   "unused, without OWNER_DIED",
+                   t->n, gate == TL_GATE_LOCK ? "lock" : "write lock");
+  }
   if (gate == TL_GATE_WRITE && il.reader_died) {
     il.reader_died = 0;
     if (!owner_died)
@@ -1412,9 +1431,13 @@ il_step(il_thread_t *t)
     return;
   case IL_DIE:
     t->pc++;
-    /* Whoever takes over a lock it dies holding must be told. */
+    /* Whoever takes over a lock it dies holding must be told; so must the
+     * next holder after a grant that told it and that it never used. */
     if (t->excl)
       il.dead_owner_reported = 0;
+    if (t->req == IL_REQ_SETTLED && t->w.granted && t->w.owner_died &&
+        (t->w.gate == TL_GATE_LOCK || t->w.gate == TL_GATE_WRITE))
+      il.news_owed = 1;
     il_core_die(t);
     return;
   case IL_TICK:
@@ -1622,6 +1645,7 @@ il_execute(int prefix)
   il.reader_died = 0;
   il.violated = 0;
   il.dead_owner_reported = 0;
+  il.news_owed = 0;
   ASSERT_EQ(tl_waiter_count(&il.word), 0);
   for (int i = 0; i < il.nthreads; i++) {
     il.t[i].id = (uint32_t)(i + 1);
