@@ -103,8 +103,10 @@ class LockWord {
       return
     }
     this.checkOwner(v)
-    const inSlice = this.#inSlice()
-    if (inSlice && (v & (WAITING | this.#kind.died)) === WAITING && this.#noneStarves() &&
+    // One clock reading serves the slice and the starvation check.
+    const now = performance.now()
+    const inSlice = this.#inSlice(now)
+    if (inSlice && (v & (WAITING | this.#kind.died)) === WAITING && this.#noneStarves(now) &&
       compareExchange(this.#i32, 0, v, v & ~this.#mask) === v) return
     this.#release(inSlice ? 0 : HANDOFF)
   }
@@ -118,23 +120,25 @@ class LockWord {
     const v = load(this.#i32, 0)
     this.checkOwner(v)
     if ((v & (WAITING | this.#kind.died)) === 0) return true
-    const inSlice = this.#inSlice()
-    if (inSlice && (v & this.#kind.died) === 0 && this.#noneStarves()) return true
+    const now = performance.now()
+    const inSlice = this.#inSlice(now)
+    if (inSlice && (v & this.#kind.died) === 0 && this.#noneStarves(now)) return true
     return this.#release(KEEP | (inSlice ? 0 : HANDOFF)) === KEPT
   }
 
-  // Counts one grant of this thread's slice; false once the slice is over.
-  #inSlice () {
+  // Counts one grant of this thread's slice (`now`: performance.now());
+  // false once the slice is over.
+  #inSlice (now) {
     if (this.#grants++ === 0) {
-      this.#sliceEnd = performance.now() + SLICE_MS
+      this.#sliceEnd = now + SLICE_MS
       return true
     }
-    return this.#grants <= SLICE_GRANTS && performance.now() < this.#sliceEnd
+    return this.#grants <= SLICE_GRANTS && now < this.#sliceEnd
   }
 
   // Whether the oldest waiter is known not to starve yet (default mode).
-  #noneStarves () {
-    return !this.#fifo && performance.now() < this.#starvesAt
+  #noneStarves (now) {
+    return !this.#fifo && now < this.#starvesAt
   }
 
   checkOwner (v) {
