@@ -347,9 +347,11 @@ async function open ({
     let min = Infinity
     let longestMs = 0
     const hist = new Float64Array(HIST_BINS)
+    const perThread = []
     for (let t = 0; t < threads; t++) {
       const base = THREADS + t * BLOCK
       const c = i32[base + WINDOWED]
+      perThread.push(c)
       sum += c
       totals += i32[base + TOTAL]
       if (c > max) max = c
@@ -379,7 +381,8 @@ async function open ({
       throughput: sum / ((t1 - t0) / 1e9),
       share: min === 0 ? Infinity : max / min,
       longestMs,
-      p99Us
+      p99Us,
+      perThread // operations by thread, the main thread first
     }
   }
 
