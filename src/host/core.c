@@ -590,7 +590,7 @@ tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
     a->h = h;
     a->slot = s;
     atomic_store(&w->done, 0);
-    w->thread = tl__hp_thread_start(tl__watcher, a);
+    w->thread = tl__hp_thread_start(tl__watcher, a, "tl-host-watch");
     if (w->thread == NULL)
       free(a);
   }
@@ -762,16 +762,7 @@ tl_host_detach(tl_host_t *h)
   h->t->slots[h->slot].state = SLOT_FREE;
   tl__crit_unlock(h);
   tl__hp_unlock(h->fd, TL_LIVE + h->slot);
-  tl__hp_mutex_lock(h->lock);
-  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
-    if (h->watch[s].thread != NULL)
-      tl__hp_thread_cancel(h->watch[s].thread);
-  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
-    if (h->watch[s].thread != NULL)
-      tl__hp_thread_join(h->watch[s].thread);
-    h->watch[s].thread = NULL;
-  }
-  tl__hp_mutex_unlock(h->lock);
+  tl_host_stop_watchers(h);
   tl__hp_unmap(h->t, h->size);
   tl__hp_close(h->fd);
   tl__hp_mutex_free(h->lock);
@@ -1084,29 +1075,44 @@ tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data)
   return bad ? TL_HOST_ECORRUPT : 0;
 }
 
+uint32_t *
+tl_host_doorbell(tl_host_t *h)
+{
+  return (uint32_t *)&h->t->slots[h->slot].doorbell;
+}
+
 int
-tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
+tl_host_doorbell_check(tl_host_t *h, uint32_t *seen)
 {
   tl_slot_t *me = &h->t->slots[h->slot];
   uint8_t ahead[TL_HOST_SLOTS];
+  uint32_t v = atomic_load(&me->doorbell);
+
+  if (v == *seen || atomic_load(&h->stopping))
+    return 0;
+  *seen = v;
+  uint32_t rw = atomic_load(&me->rewatch);
+  if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
+    h->rewatch_seen = rw;
+    tl__crit_lock(h);
+    tl__ahead(h, ahead);
+    tl__crit_unlock(h);
+    tl__watch(h, ahead);
+  }
+  return 1;
+}
+
+int
+tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
+{
+  uint32_t *d = tl_host_doorbell(h);
 
   for (;;) {
     if (atomic_load(&h->stopping))
       return -1;
-    uint32_t v = atomic_load(&me->doorbell);
-    if (v != *seen) {
-      *seen = v;
-      uint32_t rw = atomic_load(&me->rewatch);
-      if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
-        h->rewatch_seen = rw;
-        tl__crit_lock(h);
-        tl__ahead(h, ahead);
-        tl__crit_unlock(h);
-        tl__watch(h, ahead);
-      }
+    if (tl_host_doorbell_check(h, seen))
       return 0;
-    }
-    tl__hp_wait((uint32_t *)&me->doorbell, v, -1);
+    tl__hp_wait(d, *seen, -1);
   }
 }
 
@@ -1117,6 +1123,23 @@ tl_host_doorbell_stop(tl_host_t *h)
   atomic_store(&h->stopping, 1);
   atomic_fetch_add(d, 1);
   tl__hp_wake((uint32_t *)d, 1 << 30);
+}
+
+/* Cancels and joins the watcher threads; none starts after it. */
+void
+tl_host_stop_watchers(tl_host_t *h)
+{
+  atomic_store(&h->stopping, 1);
+  tl__hp_mutex_lock(h->lock);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    if (h->watch[s].thread != NULL)
+      tl__hp_thread_cancel(h->watch[s].thread);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
+    if (h->watch[s].thread != NULL)
+      tl__hp_thread_join(h->watch[s].thread);
+    h->watch[s].thread = NULL;
+  }
+  tl__hp_mutex_unlock(h->lock);
 }
 
 void
