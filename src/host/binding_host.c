@@ -713,6 +713,10 @@ tl__host_exports(napi_env env, napi_value exports)
     TL_NAPI_CALL(env,
                  napi_set_named_property(env, table, constants[i].name, c));
   }
+  /* Whether the process helper serves the managers (futex_waitv), for
+   * the tests, which count the helper threads. */
+  TL_NAPI_CALL(env, napi_create_int32(env, tl__hp_waitv_supported(), &c));
+  TL_NAPI_CALL(env, napi_set_named_property(env, table, "WAITV", c));
   TL_NAPI_CALL(env, napi_object_freeze(env, table));
   TL_NAPI_CALL(env,
                napi_set_named_property(env, exports, "hostConstants", table));

@@ -131,16 +131,18 @@ struct tl_host_s {
 /* Fault injection for the tests (THREADLOCK_HOST_FAULT=crit): the process
  * kills itself inside the critical section of its first queued request,
  * with the node linked but the tail not yet updated. */
-static int tl__fault = -1;
+static _Atomic int tl__fault = -1; /* read by the JS thread of any env */
 
 static int
 tl__fault_armed(void)
 {
-  if (tl__fault < 0) {
-    const char *f = getenv("THREADLOCK_HOST_FAULT");
-    tl__fault = f != NULL && strcmp(f, "crit") == 0;
+  int f = atomic_load_explicit(&tl__fault, memory_order_relaxed);
+  if (f < 0) {
+    const char *v = getenv("THREADLOCK_HOST_FAULT");
+    f = v != NULL && strcmp(v, "crit") == 0;
+    atomic_store_explicit(&tl__fault, f, memory_order_relaxed);
   }
-  return tl__fault;
+  return f;
 }
 
 static uint64_t
