@@ -75,7 +75,10 @@ struct tl_hostref_s {
  * - `thread` runs while `shared` > 0. A helper runs as long as `gen`
  *   equals the generation it started with: retiring it bumps `gen`, so a
  *   new helper started before the old one was joined never makes the old
- *   one stay. */
+ *   one stay.
+ * - Doorbells are rung with a wake of every sleeper (core.c): a helper
+ *   woken through one word stays queued on the others until it runs, and
+ *   must not swallow a wake meant for the helper now in charge. */
 static struct {
   tl_hostref_t *list;
   unsigned shared;        /* attachments in the list served by `thread` */

@@ -330,6 +330,20 @@ tl__unlink(tl_host_t *h, tl_node_t *n)
   return 0; /* not linked */
 }
 
+/* Rings the doorbell of slot `s`. Every sleeper is woken, not one: a
+ * helper thread that sleeps on several words (futex_waitv) and was woken
+ * through another stays queued on this one until it runs again, and a
+ * wake of one could go to that stale entry instead of the helper now in
+ * charge of the slot (the next one of the process, or of the process that
+ * reused the slot). Normally there is exactly one sleeper. */
+static void
+tl__doorbell_ring(tl_host_t *h, uint32_t s)
+{
+  _Atomic uint32_t *d = &h->t->slots[s].doorbell;
+  atomic_fetch_add(d, 1);
+  tl__hp_wake((uint32_t *)d, 1 << 30);
+}
+
 /* Tells the owner of `n` that its node changed. A blocking (SYNC) waiter
  * sleeps on its node's word; an event loop learns of grants and steals
  * through its slot's doorbell, which a steal rings for SYNC holders too
@@ -343,11 +357,8 @@ tl__ring(tl_host_t *h, tl_node_t *n, int steal)
     if (!steal)
       return;
   }
-  if (n->slot < TL_HOST_SLOTS) {
-    tl_slot_t *s = &h->t->slots[n->slot];
-    atomic_fetch_add(&s->doorbell, 1);
-    tl__hp_wake((uint32_t *)&s->doorbell, 1);
-  }
+  if (n->slot < TL_HOST_SLOTS)
+    tl__doorbell_ring(h, n->slot);
 }
 
 /* Grants `n`. `ring` is false when the grant happens inside its own
@@ -852,10 +863,8 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       } else if (c->slot < TL_HOST_SLOTS && c->slot != h->slot) {
         /* A waiter now waits behind a new holder: its attachment's helper
          * makes sure that holder is watched (tl_host_doorbell_wait). */
-        tl_slot_t *ws = &h->t->slots[c->slot];
-        atomic_fetch_add(&ws->rewatch, 1);
-        atomic_fetch_add(&ws->doorbell, 1);
-        tl__hp_wake((uint32_t *)&ws->doorbell, 1);
+        atomic_fetch_add(&h->t->slots[c->slot].rewatch, 1);
+        tl__doorbell_ring(h, c->slot);
       }
     }
     e->died = 0;
@@ -1121,10 +1130,8 @@ tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
 void
 tl_host_doorbell_stop(tl_host_t *h)
 {
-  _Atomic uint32_t *d = &h->t->slots[h->slot].doorbell;
   atomic_store(&h->stopping, 1);
-  atomic_fetch_add(d, 1);
-  tl__hp_wake((uint32_t *)d, 1 << 30);
+  tl__doorbell_ring(h, h->slot);
 }
 
 /* Cancels and joins the watcher threads; none starts after it. */
