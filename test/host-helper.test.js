@@ -77,6 +77,19 @@ describe('threadlock/host helper thread', function () {
         assert.strictEqual(r.helpersAfterClose, 0, 'the helper is joined when the last manager closes')
       })
 
+      it('workers terminated at random moments while their grants ring: this thread\'s requests go on, nothing is left', async () => {
+        const r = await run('churn', dirs(1), mode.env)
+        assert.strictEqual(r.waitv, mode.waitv)
+        assert.ok(r.workerGrants > 0, 'some worker got a grant before it was terminated')
+        assert.ok(r.mineAfter > 10)
+        assert.strictEqual(r.stats.slots, 1, 'only this thread\'s manager is attached')
+        assert.strictEqual(r.stats.nodes, 0, 'no request node left')
+        // The process's one helper, or this thread's and up to 3 workers'.
+        assert.ok(mode.waitv ? r.helpersDuring === 1 : r.helpersDuring >= 1 && r.helpersDuring <= 4,
+          `${r.helpersDuring} helper threads`)
+        assert.strictEqual(r.helpersAfterClose, 0)
+      })
+
       it('a worker terminated while its manager waits and holds: the others keep their grants and their helper', async () => {
         const r = await run('terminate', dirs(2), mode.env)
         assert.strictEqual(r.waitv, mode.waitv)
