@@ -80,7 +80,7 @@ describe('threadlock/host helper thread', function () {
       it('workers terminated at random moments while their grants ring: this thread\'s requests go on, nothing is left', async () => {
         const r = await run('churn', dirs(1), mode.env)
         assert.strictEqual(r.waitv, mode.waitv)
-        assert.ok(r.workerGrants > 0, 'some worker got a grant before it was terminated')
+        assert.ok(r.workerGrants >= r.rounds, 'a worker of every round got a grant before it was terminated')
         assert.ok(r.mineAfter > 10)
         assert.strictEqual(r.stats.slots, 1, 'only this thread\'s manager is attached')
         assert.strictEqual(r.stats.nodes, 0, 'no request node left')
