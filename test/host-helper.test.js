@@ -58,7 +58,8 @@ function modes () {
 }
 
 describe('threadlock/host helper thread', function () {
-  this.timeout(60000)
+  // Generous: under qemu-user (.ci/cross.sh) a churn takes 30 s.
+  this.timeout(120000)
 
   for (const mode of modes()) {
     describe(mode.title, function () {
