@@ -4,7 +4,7 @@
 // process (and every manager) attached to the same directory. The queue of
 // each name lives in the table file (src/host/core.c), so grants are first
 // come, first served across processes. A request waiting here costs no
-// thread of its own: the manager's helper thread sleeps on its doorbell and
+// thread of its own: the process's helper thread sleeps on its doorbell and
 // calls #onDoorbell on the event loop when a grant or a steal concerns one
 // of its requests. requestSync() waits in the kernel on the calling thread.
 

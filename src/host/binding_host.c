@@ -1,6 +1,18 @@
 /* Node-API glue of threadlock/host (lib/host/): one attachment to a table
- * per LockManager, and the helper thread that turns its doorbell into a
- * call on the event loop.
+ * per LockManager, and the helper thread that turns doorbells into calls
+ * on the event loops.
+ *
+ * One helper thread per process serves every attachment of every env
+ * (the main thread and the workers): it sleeps on all their doorbell
+ * words at once with futex_waitv, plus a process-local word that is
+ * bumped whenever the set changes, and queues a call on the threadsafe
+ * function of each attachment whose doorbell rang, so each event loop
+ * hears only of its own requests. It starts with the first attachment
+ * and is joined when the last one leaves. Where futex_waitv is missing
+ * (Linux before 5.16, a seccomp filter, or THREADLOCK_HOST_TEST_NO_WAITV
+ * in the tests), and for the attachments beyond the first
+ * TL_HP_WAITV_MAX - 1 of a process, an attachment gets a helper thread of
+ * its own that sleeps on its one doorbell, as before.
  *
  * Arguments arrive checked by lib/host/; errors of the core come back as
  * negative numbers, which lib/host/ words (one place for the messages).
@@ -24,20 +36,108 @@ napi_value tl__host_exports(napi_env env, napi_value exports);
 #include "host.h"
 #include "platform.h"
 
-/* One attachment as JavaScript holds it (an external). `closed` and
- * `tsfn` are used on the JS thread only; `queued` is shared with the
- * helper thread. */
-typedef struct {
+/* One attachment as JavaScript holds it (an external). */
+typedef struct tl_hostref_s tl_hostref_t;
+struct tl_hostref_s {
+  /* Set at attach, cleared by close on the JS thread, which first takes
+   * the attachment away from its helper (tl__proc_remove): from then on
+   * no other thread reads it. */
   tl_host_t *h;
   napi_env env;
+  /* Called by the helper that serves the attachment; released only after
+   * the attachment left that helper, so never called after release. */
   napi_threadsafe_function tsfn;
+  /* The fallback: this attachment's own helper thread (NULL when the
+   * process helper serves it). Started and joined on the JS thread, or
+   * joined by the exit path with the process lock held. */
   tl_hp_thread_t *helper;
   _Atomic int queued; /* a doorbell call waits to run on the event loop */
-  int closed;
-} tl_hostref_t;
+  int closed;         /* JS thread only */
+  /* Protected by the process lock (tl__hp_process_lock). */
+  int shared;         /* served by the process helper */
+  uint32_t seen;      /* the doorbell value the process helper acted on */
+  tl_hostref_t *next; /* in tl__proc.list */
+};
 
-/* The helper thread: sleeps on the attachment's doorbell, without a
- * timeout, and queues one call on the event loop per batch of rings. */
+/* The process's attachments and its helper thread. Everything here is
+ * protected by the process lock. Invariants:
+ * - tl__proc.list holds every attachment between a successful attach and
+ *   its close (any env, any thread); only tl__proc_add and
+ *   tl__proc_remove change it, on the attachment's JS thread.
+ * - The process helper reads an attachment (its table, `seen`, its tsfn)
+ *   only while it holds the process lock and finds it in the list; it lets
+ *   the lock go only to sleep, and re-reads the list after every wake. So
+ *   once tl__proc_remove returned, no helper touches the attachment, and
+ *   close may detach and free it. The words the helper sleeps on may be
+ *   unmapped during its sleep: the kernel keys shared futexes by file and
+ *   offset and reads no memory once asleep, and a wait that starts after
+ *   an unmap faults or sees `change` moved, and the helper re-reads.
+ * - `thread` runs while `shared` > 0. A helper runs as long as `gen`
+ *   equals the generation it started with: retiring it bumps `gen`, so a
+ *   new helper started before the old one was joined never makes the old
+ *   one stay.
+ * - Lock order: the process lock, then (in tl_host_doorbell_check) the
+ *   attachment's own locks; no thread holding those takes the process
+ *   lock.
+ * - Doorbells are rung with a wake of every sleeper (core.c): a helper
+ *   woken through one word stays queued on the others until it runs, and
+ *   must not swallow a wake meant for the helper now in charge. */
+static struct {
+  tl_hostref_t *list;
+  unsigned shared;        /* attachments in the list served by `thread` */
+  tl_hp_thread_t *thread; /* the process helper, or NULL */
+  uint32_t gen;
+  _Atomic uint32_t change; /* futex word, bumped at every change of the set */
+  int hooked;              /* tl__proc_exit registered with atexit */
+} tl__proc;
+
+static void
+tl__host_ring(tl_hostref_t *r)
+{
+  if (!atomic_exchange(&r->queued, 1))
+    napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking);
+}
+
+/* Tells the process helper that the set changed. Process lock held. */
+static void
+tl__proc_changed(void)
+{
+  atomic_fetch_add(&tl__proc.change, 1);
+  tl__hp_wake_local((uint32_t *)&tl__proc.change);
+}
+
+/* The process helper: checks every doorbell of the set, queues one call
+ * on the event loop of each attachment whose doorbell rang, then sleeps
+ * on all of them (and `change`) without a timeout. */
+static void *
+tl__proc_helper(void *arg)
+{
+  uint32_t gen = (uint32_t)(uintptr_t)arg;
+  tl_hp_waitv_t set[TL_HP_WAITV_MAX];
+
+  tl__hp_cancel_point(0);
+  tl__hp_process_lock();
+  while (tl__proc.gen == gen) {
+    unsigned n = 0;
+    set[n++] = (tl_hp_waitv_t){ (uint32_t *)&tl__proc.change,
+                                atomic_load(&tl__proc.change), 0 };
+    for (tl_hostref_t *r = tl__proc.list; r != NULL; r = r->next) {
+      if (!r->shared)
+        continue;
+      if (tl_host_doorbell_check(r->h, &r->seen))
+        tl__host_ring(r);
+      set[n++] = (tl_hp_waitv_t){ tl_host_doorbell(r->h), r->seen, 1 };
+    }
+    tl__hp_process_unlock();
+    tl__hp_waitv(set, n);
+    tl__hp_process_lock();
+  }
+  tl__hp_process_unlock();
+  return NULL;
+}
+
+/* The fallback helper of one attachment: sleeps on its doorbell, without
+ * a timeout, and queues one call on the event loop per batch of rings. */
 static void *
 tl__host_helper(void *data)
 {
@@ -45,11 +145,121 @@ tl__host_helper(void *data)
   uint32_t seen = 0;
 
   tl__hp_cancel_point(0);
-  while (tl_host_doorbell_wait(r->h, &seen) == 0) {
-    if (!atomic_exchange(&r->queued, 1))
-      napi_call_threadsafe_function(r->tsfn, NULL, napi_tsfn_nonblocking);
-  }
+  while (tl_host_doorbell_wait(r->h, &seen) == 0)
+    tl__host_ring(r);
   return NULL;
+}
+
+static void tl__proc_exit(void);
+
+/* Puts a new attachment in the list and gives it a helper: the process
+ * helper (started now if there is none), or its own thread. JS thread.
+ * Returns -1 when no thread could be started. */
+static int
+tl__proc_add(tl_hostref_t *r)
+{
+  int rc = 0;
+
+  tl__hp_process_lock();
+  if (!tl__proc.hooked && tl__hp_at_exit(tl__proc_exit) == 0)
+    tl__proc.hooked = 1;
+  /* futex_waitv takes TL_HP_WAITV_MAX words, one of which is `change`. */
+  r->shared = tl__hp_waitv_supported() && tl__proc.shared < TL_HP_WAITV_MAX - 1;
+  if (r->shared) {
+    if (tl__proc.thread == NULL) {
+      tl__proc.gen++;
+      tl__proc.thread = tl__hp_thread_start(
+          tl__proc_helper, (void *)(uintptr_t)tl__proc.gen, "tl-host-helper");
+    }
+    if (tl__proc.thread == NULL) {
+      rc = -1;
+      goto out;
+    }
+    /* From the current value on: nothing of a new attachment has rung. */
+    r->seen = 0;
+    tl_host_doorbell_check(r->h, &r->seen);
+    tl__proc.shared++;
+  } else {
+    r->helper = tl__hp_thread_start(tl__host_helper, r, "tl-host-helper");
+    if (r->helper == NULL) {
+      rc = -1;
+      goto out;
+    }
+  }
+  r->next = tl__proc.list;
+  tl__proc.list = r;
+  tl__proc_changed();
+out:
+  tl__hp_process_unlock();
+  return rc;
+}
+
+/* Takes an attachment out of the list; its helper (its own, or the
+ * process helper if it was the last one served) is joined before this
+ * returns. JS thread; the attachment is in the list. */
+static void
+tl__proc_remove(tl_hostref_t *r)
+{
+  tl_hp_thread_t *retired = NULL;
+
+  tl__hp_process_lock();
+  for (tl_hostref_t **p = &tl__proc.list; *p != NULL; p = &(*p)->next) {
+    if (*p == r) {
+      *p = r->next;
+      break;
+    }
+  }
+  r->next = NULL;
+  if (r->shared && --tl__proc.shared == 0 && tl__proc.thread != NULL) {
+    retired = tl__proc.thread;
+    tl__proc.thread = NULL;
+    tl__proc.gen++;
+  }
+  r->shared = 0;
+  tl__proc_changed();
+  tl__hp_process_unlock();
+  /* The retired helper needs the process lock to see that it must end:
+   * joined with the lock let go. */
+  if (retired != NULL)
+    tl__hp_thread_join(retired);
+  if (r->helper != NULL) {
+    tl_host_doorbell_stop(r->h);
+    tl__hp_thread_join(r->helper);
+    r->helper = NULL;
+  }
+}
+
+/* Run by exit(), which process.exit() and an uncaught exception reach
+ * without the env cleanup hooks: every thread of the module ends and is
+ * joined (the helpers, the watchers of every attachment still open). The
+ * attachments stay attached; the kernel drops their byte locks as the
+ * process ends, and the other processes recover their slots. A natural
+ * end of the process closed every attachment before (cleanup hooks). */
+static void
+tl__proc_exit(void)
+{
+  tl_hp_thread_t *retired;
+
+  tl__hp_process_lock();
+  retired = tl__proc.thread;
+  tl__proc.thread = NULL;
+  tl__proc.gen++;
+  tl__proc_changed();
+  tl__hp_process_unlock();
+  if (retired != NULL)
+    tl__hp_thread_join(retired);
+  tl__hp_process_lock();
+  tl__proc.shared = 0;
+  for (tl_hostref_t *r = tl__proc.list; r != NULL; r = r->next) {
+    r->shared = 0;
+    if (r->helper != NULL) {
+      tl_host_doorbell_stop(r->h);
+      tl__hp_thread_join(r->helper);
+      r->helper = NULL;
+    }
+    tl_host_stop_watchers(r->h);
+  }
+  tl__hp_process_unlock();
 }
 
 /* Runs on the JS thread (env NULL during teardown): the JS side polls. */
@@ -78,8 +288,8 @@ tl__host_close(tl_hostref_t *r, int remove_hook)
   if (r->closed)
     return;
   r->closed = 1;
-  tl_host_doorbell_stop(r->h);
-  tl__hp_thread_join(r->helper);
+  /* After this no helper thread reads r or r->h. */
+  tl__proc_remove(r);
   tl_host_detach(r->h);
   r->h = NULL;
   napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
@@ -162,8 +372,7 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
   }
   /* Only pending requests keep the event loop alive (hostRef). */
   napi_unref_threadsafe_function(env, r->tsfn);
-  r->helper = tl__hp_thread_start(tl__host_helper, r);
-  if (r->helper == NULL) {
+  if (tl__proc_add(r) != 0) {
     napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
     tl_host_detach(h);
     free(r);
@@ -510,6 +719,10 @@ tl__host_exports(napi_env env, napi_value exports)
     TL_NAPI_CALL(env,
                  napi_set_named_property(env, table, constants[i].name, c));
   }
+  /* Whether the process helper serves the managers (futex_waitv), for
+   * the tests, which count the helper threads. */
+  TL_NAPI_CALL(env, napi_create_int32(env, tl__hp_waitv_supported(), &c));
+  TL_NAPI_CALL(env, napi_set_named_property(env, table, "WAITV", c));
   TL_NAPI_CALL(env, napi_object_freeze(env, table));
   TL_NAPI_CALL(env,
                napi_set_named_property(env, exports, "hostConstants", table));

@@ -131,16 +131,18 @@ struct tl_host_s {
 /* Fault injection for the tests (THREADLOCK_HOST_FAULT=crit): the process
  * kills itself inside the critical section of its first queued request,
  * with the node linked but the tail not yet updated. */
-static int tl__fault = -1;
+static _Atomic int tl__fault = -1; /* read by the JS thread of any env */
 
 static int
 tl__fault_armed(void)
 {
-  if (tl__fault < 0) {
-    const char *f = getenv("THREADLOCK_HOST_FAULT");
-    tl__fault = f != NULL && strcmp(f, "crit") == 0;
+  int f = atomic_load_explicit(&tl__fault, memory_order_relaxed);
+  if (f < 0) {
+    const char *v = getenv("THREADLOCK_HOST_FAULT");
+    f = v != NULL && strcmp(v, "crit") == 0;
+    atomic_store_explicit(&tl__fault, f, memory_order_relaxed);
   }
-  return tl__fault;
+  return f;
 }
 
 static uint64_t
@@ -328,6 +330,20 @@ tl__unlink(tl_host_t *h, tl_node_t *n)
   return 0; /* not linked */
 }
 
+/* Rings the doorbell of slot `s`. Every sleeper is woken, not one: a
+ * helper thread that sleeps on several words (futex_waitv) and was woken
+ * through another stays queued on this one until it runs again, and a
+ * wake of one could go to that stale entry instead of the helper now in
+ * charge of the slot (the next one of the process, or of the process that
+ * reused the slot). Normally there is exactly one sleeper. */
+static void
+tl__doorbell_ring(tl_host_t *h, uint32_t s)
+{
+  _Atomic uint32_t *d = &h->t->slots[s].doorbell;
+  atomic_fetch_add(d, 1);
+  tl__hp_wake((uint32_t *)d, 1 << 30);
+}
+
 /* Tells the owner of `n` that its node changed. A blocking (SYNC) waiter
  * sleeps on its node's word; an event loop learns of grants and steals
  * through its slot's doorbell, which a steal rings for SYNC holders too
@@ -341,11 +357,8 @@ tl__ring(tl_host_t *h, tl_node_t *n, int steal)
     if (!steal)
       return;
   }
-  if (n->slot < TL_HOST_SLOTS) {
-    tl_slot_t *s = &h->t->slots[n->slot];
-    atomic_fetch_add(&s->doorbell, 1);
-    tl__hp_wake((uint32_t *)&s->doorbell, 1);
-  }
+  if (n->slot < TL_HOST_SLOTS)
+    tl__doorbell_ring(h, n->slot);
 }
 
 /* Grants `n`. `ring` is false when the grant happens inside its own
@@ -590,7 +603,7 @@ tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
     a->h = h;
     a->slot = s;
     atomic_store(&w->done, 0);
-    w->thread = tl__hp_thread_start(tl__watcher, a);
+    w->thread = tl__hp_thread_start(tl__watcher, a, "tl-host-watch");
     if (w->thread == NULL)
       free(a);
   }
@@ -762,16 +775,7 @@ tl_host_detach(tl_host_t *h)
   h->t->slots[h->slot].state = SLOT_FREE;
   tl__crit_unlock(h);
   tl__hp_unlock(h->fd, TL_LIVE + h->slot);
-  tl__hp_mutex_lock(h->lock);
-  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
-    if (h->watch[s].thread != NULL)
-      tl__hp_thread_cancel(h->watch[s].thread);
-  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
-    if (h->watch[s].thread != NULL)
-      tl__hp_thread_join(h->watch[s].thread);
-    h->watch[s].thread = NULL;
-  }
-  tl__hp_mutex_unlock(h->lock);
+  tl_host_stop_watchers(h);
   tl__hp_unmap(h->t, h->size);
   tl__hp_close(h->fd);
   tl__hp_mutex_free(h->lock);
@@ -859,10 +863,8 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       } else if (c->slot < TL_HOST_SLOTS && c->slot != h->slot) {
         /* A waiter now waits behind a new holder: its attachment's helper
          * makes sure that holder is watched (tl_host_doorbell_wait). */
-        tl_slot_t *ws = &h->t->slots[c->slot];
-        atomic_fetch_add(&ws->rewatch, 1);
-        atomic_fetch_add(&ws->doorbell, 1);
-        tl__hp_wake((uint32_t *)&ws->doorbell, 1);
+        atomic_fetch_add(&h->t->slots[c->slot].rewatch, 1);
+        tl__doorbell_ring(h, c->slot);
       }
     }
     e->died = 0;
@@ -1084,39 +1086,69 @@ tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data)
   return bad ? TL_HOST_ECORRUPT : 0;
 }
 
+uint32_t *
+tl_host_doorbell(tl_host_t *h)
+{
+  return (uint32_t *)&h->t->slots[h->slot].doorbell;
+}
+
 int
-tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
+tl_host_doorbell_check(tl_host_t *h, uint32_t *seen)
 {
   tl_slot_t *me = &h->t->slots[h->slot];
   uint8_t ahead[TL_HOST_SLOTS];
+  uint32_t v = atomic_load(&me->doorbell);
+
+  if (v == *seen || atomic_load(&h->stopping))
+    return 0;
+  *seen = v;
+  uint32_t rw = atomic_load(&me->rewatch);
+  if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
+    h->rewatch_seen = rw;
+    tl__crit_lock(h);
+    tl__ahead(h, ahead);
+    tl__crit_unlock(h);
+    tl__watch(h, ahead);
+  }
+  return 1;
+}
+
+int
+tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
+{
+  uint32_t *d = tl_host_doorbell(h);
 
   for (;;) {
     if (atomic_load(&h->stopping))
       return -1;
-    uint32_t v = atomic_load(&me->doorbell);
-    if (v != *seen) {
-      *seen = v;
-      uint32_t rw = atomic_load(&me->rewatch);
-      if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
-        h->rewatch_seen = rw;
-        tl__crit_lock(h);
-        tl__ahead(h, ahead);
-        tl__crit_unlock(h);
-        tl__watch(h, ahead);
-      }
+    if (tl_host_doorbell_check(h, seen))
       return 0;
-    }
-    tl__hp_wait((uint32_t *)&me->doorbell, v, -1);
+    tl__hp_wait(d, *seen, -1);
   }
 }
 
 void
 tl_host_doorbell_stop(tl_host_t *h)
 {
-  _Atomic uint32_t *d = &h->t->slots[h->slot].doorbell;
   atomic_store(&h->stopping, 1);
-  atomic_fetch_add(d, 1);
-  tl__hp_wake((uint32_t *)d, 1 << 30);
+  tl__doorbell_ring(h, h->slot);
+}
+
+/* Cancels and joins the watcher threads; none starts after it. */
+void
+tl_host_stop_watchers(tl_host_t *h)
+{
+  atomic_store(&h->stopping, 1);
+  tl__hp_mutex_lock(h->lock);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    if (h->watch[s].thread != NULL)
+      tl__hp_thread_cancel(h->watch[s].thread);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
+    if (h->watch[s].thread != NULL)
+      tl__hp_thread_join(h->watch[s].thread);
+    h->watch[s].thread = NULL;
+  }
+  tl__hp_mutex_unlock(h->lock);
 }
 
 void

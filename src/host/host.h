@@ -93,11 +93,27 @@ typedef void (*tl_host_query_cb)(void *data, const char *name, size_t len,
                                  uint32_t pid);
 int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data);
 
-/* The doorbell: the helper thread of an attachment sleeps in
- * tl_host_doorbell_wait until a grant or steal concerns one of its nodes
- * (or tl_host_doorbell_stop was called: returns -1). */
+/* The doorbell: a word of the attachment's slot, bumped and woken for
+ * every grant or steal that concerns one of its async requests. The glue's
+ * helper thread sleeps on it (with the doorbells of the process's other
+ * attachments, through futex_waitv) and asks tl_host_doorbell_check after
+ * every wake: nonzero when the word moved past `*seen` (then updated);
+ * the check also starts the watchers a steal asked for. Only one thread
+ * at a time may check an attachment, and never after tl_host_detach.
+ *
+ * The fallback without futex_waitv, one helper thread per attachment:
+ * tl_host_doorbell_wait sleeps on this one word until it rang (returns 0)
+ * or tl_host_doorbell_stop was called (returns -1). */
+uint32_t *tl_host_doorbell(tl_host_t *h);
+int tl_host_doorbell_check(tl_host_t *h, uint32_t *seen);
 int tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen);
 void tl_host_doorbell_stop(tl_host_t *h);
+
+/* Cancels and joins the attachment's watcher threads and starts no more,
+ * without detaching: for the exit path, where the kernel drops the
+ * process's byte locks and survivors recover its slot. tl_host_detach
+ * calls it too. */
+void tl_host_stop_watchers(tl_host_t *h);
 
 /* Diagnostics for the tests: the slot, nodes in use, attached slots. */
 void tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes,

@@ -50,17 +50,36 @@ void tl__hp_unmap(void *addr, size_t size);
 int tl__hp_wait(uint32_t *word, uint32_t expected, int64_t timeout_ms);
 void tl__hp_wake(uint32_t *word, int count);
 
+/* A wait on several words at once, without a timeout (Linux futex_waitv,
+ * 5.16 and later): it returns when one of them is woken or does not hold
+ * its expected value, or for a signal or a fault (an unmapped word); the
+ * caller re-reads its words every time. `shared` words are keyed across
+ * processes like tl__hp_wait's; the others are process-local and woken
+ * by tl__hp_wake_local. At most TL_HP_WAITV_MAX words. */
+#define TL_HP_WAITV_MAX 128
+typedef struct {
+  uint32_t *word;
+  uint32_t expected;
+  int shared;
+} tl_hp_waitv_t;
+int tl__hp_waitv_supported(void);
+void tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n);
+void tl__hp_wake_local(uint32_t *word);
+
 /* Identity of this process, written into its slot for query(). */
 uint32_t tl__hp_pid(void);
 uint64_t tl__hp_start_time(void);
 uint64_t tl__hp_realtime_us(void);
 uint64_t tl__hp_monotonic_ms(void);
 
-/* A detached-at-join thread with a small stack, and its cancellation (the
- * watcher threads block in tl__hp_lock_wait, which is a cancellation
- * point; everything else they do runs with cancellation disabled). */
+/* A joinable thread with a small stack and a name (seen in
+ * /proc/self/task/<tid>/comm, at most 15 bytes), and its cancellation
+ * (the watcher threads block in tl__hp_lock_wait, which is a cancellation
+ * point; everything else they do runs with cancellation disabled). Every
+ * thread started is joined by its owner before the owner goes away. */
 typedef struct tl_hp_thread_s tl_hp_thread_t;
-tl_hp_thread_t *tl__hp_thread_start(void *(*fn)(void *), void *arg);
+tl_hp_thread_t *tl__hp_thread_start(void *(*fn)(void *), void *arg,
+                                    const char *name);
 void tl__hp_thread_cancel(tl_hp_thread_t *t);
 void tl__hp_thread_join(tl_hp_thread_t *t);
 void tl__hp_cancel_point(int enabled);
@@ -71,5 +90,11 @@ tl_hp_mutex_t *tl__hp_mutex_new(void);
 void tl__hp_mutex_free(tl_hp_mutex_t *m);
 void tl__hp_mutex_lock(tl_hp_mutex_t *m);
 void tl__hp_mutex_unlock(tl_hp_mutex_t *m);
+
+/* The one process-wide mutex of the glue's process helper (statically
+ * initialised, never freed), and a function run by exit(). */
+void tl__hp_process_lock(void);
+void tl__hp_process_unlock(void);
+int tl__hp_at_exit(void (*fn)(void));
 
 #endif

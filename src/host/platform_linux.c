@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,67 @@ tl__hp_wake(uint32_t *word, int count)
   syscall(SYS_futex, word, FUTEX_WAKE, count, NULL, NULL, 0);
 }
 
+/* futex_waitv's entry, as the kernel reads it (include/uapi/linux/futex.h),
+ * written out so that older headers build too. The syscall has number 449
+ * on every architecture that has it. */
+struct tl__waitv {
+  uint64_t val;
+  uint64_t uaddr;
+  uint32_t flags;
+  uint32_t reserved;
+};
+#define TL__SYS_FUTEX_WAITV 449
+#define TL__FUTEX_32 2
+#define TL__FUTEX_PRIVATE 128
+
+/* Asked once. An empty set is refused with EINVAL by a kernel that has
+ * the call; ENOSYS (older kernels) or EPERM (a seccomp filter) mean it
+ * cannot be used. THREADLOCK_HOST_TEST_NO_WAITV=1 stands in for such a
+ * kernel, so that the tests cover the fallback on any machine. */
+int
+tl__hp_waitv_supported(void)
+{
+  static _Atomic int known; /* 0: not asked, 1: yes, 2: no */
+  int k = atomic_load(&known);
+
+  if (k == 0) {
+    const char *no = getenv("THREADLOCK_HOST_TEST_NO_WAITV");
+    if (no != NULL && no[0] != '\0' && strcmp(no, "0") != 0) {
+      k = 2;
+    } else {
+      long r = syscall(TL__SYS_FUTEX_WAITV, NULL, 0, 0, NULL, 0);
+      k = r == -1 && errno == EINVAL ? 1 : 2;
+    }
+    atomic_store(&known, k);
+  }
+  return k == 1;
+}
+
+void
+tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n)
+{
+  struct tl__waitv v[TL_HP_WAITV_MAX];
+
+  if (n > TL_HP_WAITV_MAX)
+    n = TL_HP_WAITV_MAX;
+  memset(v, 0, sizeof(v[0]) * n);
+  for (unsigned i = 0; i < n; i++) {
+    v[i].val = set[i].expected;
+    v[i].uaddr = (uint64_t)(uintptr_t)set[i].word;
+    v[i].flags = TL__FUTEX_32 | (set[i].shared ? 0 : TL__FUTEX_PRIVATE);
+  }
+  /* Every outcome (woken, EAGAIN for a changed word, EINTR, EFAULT for a
+   * table unmapped since the caller read the set) sends the caller back
+   * to re-read its words. */
+  syscall(TL__SYS_FUTEX_WAITV, v, n, 0, NULL, 0);
+}
+
+void
+tl__hp_wake_local(uint32_t *word)
+{
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1 << 30, NULL, NULL, 0);
+}
+
 uint32_t
 tl__hp_pid(void)
 {
@@ -274,7 +336,7 @@ struct tl_hp_thread_s {
 };
 
 tl_hp_thread_t *
-tl__hp_thread_start(void *(*fn)(void *), void *arg)
+tl__hp_thread_start(void *(*fn)(void *), void *arg, const char *name)
 {
   tl_hp_thread_t *t = malloc(sizeof(*t));
   pthread_attr_t attr;
@@ -291,6 +353,8 @@ tl__hp_thread_start(void *(*fn)(void *), void *arg)
     free(t);
     return NULL;
   }
+  /* Only for ps, top and the tests that count helper threads. */
+  pthread_setname_np(t->thread, name);
   return t;
 }
 
@@ -347,4 +411,26 @@ tl__hp_mutex_unlock(tl_hp_mutex_t *m)
 {
   if (pthread_mutex_unlock(&m->m) != 0)
     abort();
+}
+
+static pthread_mutex_t tl__process_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void
+tl__hp_process_lock(void)
+{
+  if (pthread_mutex_lock(&tl__process_mutex) != 0)
+    abort();
+}
+
+void
+tl__hp_process_unlock(void)
+{
+  if (pthread_mutex_unlock(&tl__process_mutex) != 0)
+    abort();
+}
+
+int
+tl__hp_at_exit(void (*fn)(void))
+{
+  return atexit(fn);
 }
