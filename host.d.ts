@@ -68,10 +68,11 @@ export interface LockRequestSyncOptions {
   timeout?: number
 }
 
-/** A lock granted to a {@link LockManager.request} callback. */
-export declare class Lock {
-  /** Locks are made by {@link LockManager.request} only. */
-  private constructor ()
+/**
+ * The fields of every grant of a named lock here, those of a {@link Lock}
+ * and of a {@link HeldLock}.
+ */
+interface Grant {
   /** The name that was requested. */
   readonly name: string
   /** The mode it was granted in. */
@@ -89,10 +90,18 @@ export declare class Lock {
   readonly ownerDied: boolean
   /**
    * Aborts if the lock is stolen (`steal: true` in any process) or the
-   * manager is closed while the callback runs.
+   * manager is closed while it is held.
    */
   readonly signal: AbortSignalLike
 }
+
+/** A lock granted to a {@link LockManager.request} callback. */
+export declare class Lock {
+  /** Locks are made by {@link LockManager.request} only. */
+  private constructor ()
+}
+
+export interface Lock extends Grant {}
 
 /**
  * A lock returned by {@link LockManager.requestSync}, held until
@@ -100,16 +109,6 @@ export declare class Lock {
  */
 export declare class HeldLock {
   private constructor ()
-  /** The name that was requested. */
-  readonly name: string
-  /** The mode it was granted in. */
-  readonly mode: LockMode
-  /** The fencing token of this grant, as {@link Lock.token}. */
-  readonly token: bigint
-  /** Whether the previous holder's process died holding it. */
-  readonly ownerDied: boolean
-  /** Aborts if the lock is stolen or the manager closed. */
-  readonly signal: AbortSignalLike
   /** Whether release() has not run yet. */
   readonly held: boolean
   /**
@@ -119,6 +118,8 @@ export declare class HeldLock {
   release (): boolean
   readonly [Symbol.toStringTag]: string
 }
+
+export interface HeldLock extends Grant {}
 
 /**
  * The disposable side of a {@link HeldLock}: `[Symbol.dispose]` releases
