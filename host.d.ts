@@ -4,6 +4,7 @@
 // the DOM library is named; signals are typed by AbortSignalLike.
 
 import type { AbortSignalLike, LockError, LockMode } from './index'
+import type { NamedLockRequestOptions, NamedLockRequests } from './named-locks'
 
 export type { AbortSignalLike, LockMode, LockErrorCode } from './index'
 export { LockError } from './index'
@@ -36,37 +37,19 @@ export interface LockManagerOptions {
   path?: string | FileURLLike
 }
 
-/** Options of {@link LockManager.request}, as in threadlock.locks. */
-export interface LockRequestOptions {
-  /** `'exclusive'` (the default) or `'shared'`. */
-  mode?: LockMode
-  /**
-   * Do not wait: if the lock cannot be granted at once (held by any process
-   * in a conflicting mode, or requested earlier by any process), the
-   * callback runs with `null`.
-   */
-  ifAvailable?: boolean
+/**
+ * Options of {@link LockManager.request}, as in threadlock.locks. Here a
+ * request is granted first come, first served across every process of the
+ * directory: `ifAvailable` gets `null` if the lock is held by any process in
+ * a conflicting mode or requested earlier by any process.
+ */
+export interface LockRequestOptions extends NamedLockRequestOptions {
   /**
    * Take the lock at once even if it is held, by any process: the holders'
    * `lock.signal` aborts and their requests reject with a DOMException named
    * `AbortError`. Exclusive mode only.
    */
   steal?: boolean
-  /**
-   * Withdraws the request while it waits; the promise rejects with
-   * `signal.reason`. Cannot be combined with `steal` or `ifAvailable`.
-   */
-  signal?: AbortSignalLike
-  /** Whether a waiting request keeps the event loop alive. Default `true`. */
-  ref?: boolean
-  /**
-   * threadlock's addition (Web Locks has none): give up once the request
-   * has waited this many milliseconds. The request leaves the queue, as
-   * with an abort, and the promise rejects with a {@link LockError} of code
-   * `'ETIMEDOUT'`. Cannot be combined with `steal` or `ifAvailable`.
-   * Default: no limit.
-   */
-  timeout?: number
 }
 
 /** Options of {@link LockManager.requestSync}. */
@@ -85,10 +68,11 @@ export interface LockRequestSyncOptions {
   timeout?: number
 }
 
-/** A lock granted to a {@link LockManager.request} callback. */
-export declare class Lock {
-  /** Locks are made by {@link LockManager.request} only. */
-  private constructor ()
+/**
+ * The fields of every grant of a named lock here, those of a {@link Lock}
+ * and of a {@link HeldLock}.
+ */
+interface Grant {
   /** The name that was requested. */
   readonly name: string
   /** The mode it was granted in. */
@@ -106,10 +90,18 @@ export declare class Lock {
   readonly ownerDied: boolean
   /**
    * Aborts if the lock is stolen (`steal: true` in any process) or the
-   * manager is closed while the callback runs.
+   * manager is closed while it is held.
    */
   readonly signal: AbortSignalLike
 }
+
+/** A lock granted to a {@link LockManager.request} callback. */
+export declare class Lock {
+  /** Locks are made by {@link LockManager.request} only. */
+  private constructor ()
+}
+
+export interface Lock extends Grant {}
 
 /**
  * A lock returned by {@link LockManager.requestSync}, held until
@@ -117,16 +109,6 @@ export declare class Lock {
  */
 export declare class HeldLock {
   private constructor ()
-  /** The name that was requested. */
-  readonly name: string
-  /** The mode it was granted in. */
-  readonly mode: LockMode
-  /** The fencing token of this grant, as {@link Lock.token}. */
-  readonly token: bigint
-  /** Whether the previous holder's process died holding it. */
-  readonly ownerDied: boolean
-  /** Aborts if the lock is stolen or the manager closed. */
-  readonly signal: AbortSignalLike
   /** Whether release() has not run yet. */
   readonly held: boolean
   /**
@@ -136,6 +118,8 @@ export declare class HeldLock {
   release (): boolean
   readonly [Symbol.toStringTag]: string
 }
+
+export interface HeldLock extends Grant {}
 
 /**
  * The disposable side of a {@link HeldLock}: `[Symbol.dispose]` releases
@@ -195,37 +179,6 @@ export declare class LockManager {
   /** The directory whose processes share these locks. */
   readonly path: string
   /**
-   * Waits for the lock `name`, runs `callback` while holding it, and
-   * resolves with the callback's result once the lock is released.
-   *
-   * @param name the lock's name (at most 255 bytes of UTF-8); names
-   *   starting with `-` are reserved
-   * @param callback runs with the granted {@link Lock}
-   * @returns a promise of the callback's result
-   */
-  request<T> (name: string, callback: (lock: Lock) => T | PromiseLike<T>): Promise<T>
-  /**
-   * Runs `callback` with the lock if it can be granted at once, otherwise
-   * with `null`.
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions & { ifAvailable: true },
-    callback: (lock: Lock | null) => T | PromiseLike<T>
-  ): Promise<T>
-  /** Waits for the lock `name` in `options.mode`. */
-  request<T> (
-    name: string,
-    options: LockRequestOptions & { ifAvailable?: false },
-    callback: (lock: Lock) => T | PromiseLike<T>
-  ): Promise<T>
-  /** The general form: `null` only with `ifAvailable`. */
-  request<T> (
-    name: string,
-    options: LockRequestOptions,
-    callback: (lock: Lock | null) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
    * Blocks the calling thread until the lock is granted (a kernel wait).
    *
    * Warning: it blocks the event loop of the calling thread; use it in
@@ -247,6 +200,12 @@ export declare class LockManager {
   close (): Promise<void>
   readonly [Symbol.toStringTag]: string
 }
+
+/**
+ * The request() forms of {@link LockManager}, as in threadlock.locks; here
+ * a lock's name is at most 255 bytes of UTF-8.
+ */
+export interface LockManager extends NamedLockRequests<Lock, LockRequestOptions> {}
 
 /**
  * Attaches to the directory `options.path` and returns a LockManager whose

@@ -13,6 +13,8 @@
 // lib `esnext.disposable`, or @types/node 20+); without it, the rest of
 // these types still work.
 
+import type { NamedLockRequestOptions, NamedLockRequests } from './named-locks'
+
 /**
  * The part of an `AbortSignal` that threadlock uses, declared here so that
  * the types need neither @types/node nor the DOM library. Node's and the
@@ -912,38 +914,16 @@ export declare class CountDownLatch {
 /** The mode of a named lock: one holder, or any number of shared holders. */
 export type LockMode = 'exclusive' | 'shared'
 
-/** Options of {@link LockManager.request}, as in the Web Locks API. */
-export interface LockRequestOptions {
-  /** `'exclusive'` (the default) or `'shared'`. */
-  mode?: LockMode
-  /**
-   * Do not wait: if the lock cannot be granted at once, the callback runs
-   * with `null` instead of a lock.
-   */
-  ifAvailable?: boolean
+/**
+ * Options of {@link LockManager.request}, as in the Web Locks API, with
+ * threadlock's `ref` and `timeout`.
+ */
+export interface LockRequestOptions extends NamedLockRequestOptions {
   /**
    * Take the lock at once, even if it is held: the current holders' requests
    * reject with a DOMException named `AbortError`. Exclusive mode only.
    */
   steal?: boolean
-  /**
-   * Withdraws the request while it waits; the promise rejects with
-   * `signal.reason`. Cannot be combined with `steal` or `ifAvailable`.
-   */
-  signal?: AbortSignalLike
-  /**
-   * threadlock's addition: whether a waiting request keeps this thread's
-   * event loop alive. Default `true`.
-   */
-  ref?: boolean
-  /**
-   * threadlock's addition (Web Locks has none): give up once the request
-   * has waited this many milliseconds. The request leaves the queue, as
-   * with an abort, and the promise rejects with a {@link LockError} of code
-   * `'ETIMEDOUT'`. Cannot be combined with `steal` or `ifAvailable`.
-   * Default: no limit.
-   */
-  timeout?: number
 }
 
 /** A named lock granted to a {@link LockManager.request} callback. */
@@ -986,75 +966,15 @@ export interface LockManagerSnapshot {
  */
 export declare class LockManager {
   /**
-   * Waits for the lock `name`, runs `callback` while holding it, and
-   * resolves with the callback's result.
-   *
-   * Warning: requesting, inside the callback, a lock that the callback's
-   * own request holds (or is queued behind) and awaiting it never
-   * resolves.
-   *
-   * @param name the lock's name; names starting with `-` are reserved
-   * @param callback runs with the granted {@link Lock}
-   * @returns a promise of the callback's result
-   */
-  request<T> (
-    name: string,
-    callback: (lock: Lock) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
-   * Runs `callback` with the lock if it can be granted at once, otherwise
-   * with `null`, and resolves with the callback's result.
-   *
-   * @param name the lock's name
-   * @param options `{ ifAvailable: true, mode, ref }`
-   * @param callback runs with the granted {@link Lock}, or `null`
-   * @returns a promise of the callback's result
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions & { ifAvailable: true },
-    callback: (lock: Lock | null) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
-   * Waits for the lock `name` (in `options.mode`), runs `callback` while
-   * holding it, and resolves with the callback's result.
-   *
-   * @param name the lock's name
-   * @param options `{ mode, steal, signal, ref }`
-   * @param callback runs with the granted {@link Lock}
-   * @returns a promise of the callback's result; it rejects with
-   *   `signal.reason` when the signal aborts the wait, with a DOMException
-   *   named `AbortError` when another request steals the lock, and with a
-   *   DOMException named `NotSupportedError` for a forbidden combination
-   *   of options
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions & { ifAvailable?: false },
-    callback: (lock: Lock) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
-   * The general form: the callback receives `null` only when
-   * `options.ifAvailable` is true and the lock was not available.
-   *
-   * @param name the lock's name
-   * @param options the request's options
-   * @param callback runs with the granted {@link Lock}, or `null`
-   * @returns a promise of the callback's result
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions,
-    callback: (lock: Lock | null) => T | PromiseLike<T>
-  ): Promise<T>
-
-  /**
    * Describes the named locks held and requested in every thread.
    *
    * @returns a promise of `{ held, pending }`
    */
   query (): Promise<LockManagerSnapshot>
 }
+
+/** The request() forms of {@link LockManager}, shared with threadlock/host and threadlock/postgres. */
+export interface LockManager extends NamedLockRequests<Lock, LockRequestOptions> {}
 
 /** The process-wide {@link LockManager}, like `navigator.locks`. */
 export declare const locks: LockManager

@@ -3,6 +3,7 @@
 // node-postgres (`pg`, an optional peer dependency that must be installed).
 
 import type { AbortSignalLike, LockMode, LockManagerSnapshot } from './index'
+import type { NamedLockRequestOptions, NamedLockRequests } from './named-locks'
 
 export type { AbortSignalLike, LockMode, LockInfo, LockManagerSnapshot, LockErrorCode } from './index'
 export { LockError } from './index'
@@ -72,37 +73,19 @@ export interface LockManagerOptions {
   table?: string
 }
 
-/** Options of {@link LockManager.request}, as in threadlock.locks. */
-export interface LockRequestOptions {
-  /** `'exclusive'` (the default) or `'shared'`. */
-  mode?: LockMode
-  /**
-   * Do not wait: if the lock cannot be granted at once (held elsewhere in a
-   * conflicting mode, or a request of this manager waits for it), the
-   * callback runs with `null`.
-   */
-  ifAvailable?: boolean
+/**
+ * Options of {@link LockManager.request}, as in threadlock.locks. Here
+ * `ifAvailable` gets `null` if the lock is held elsewhere in a conflicting
+ * mode or a request of this manager waits for it; `signal` and `timeout`
+ * also withdraw the request from the server's lock queue, and `ref` keeps
+ * the process alive while the lock is held too.
+ */
+export interface LockRequestOptions extends NamedLockRequestOptions {
   /**
    * Not supported here: a request with `steal: true` rejects with a
    * DOMException named `NotSupportedError`.
    */
   steal?: false
-  /**
-   * Withdraws the request while it waits, also from the server's lock
-   * queue; the promise rejects with `signal.reason` at once. Cannot be
-   * combined with `ifAvailable`.
-   */
-  signal?: AbortSignalLike
-  /** Whether a waiting or held request keeps the process alive. Default `true`. */
-  ref?: boolean
-  /**
-   * threadlock's addition (Web Locks has none): give up once the request
-   * has waited this many milliseconds, here or on the server. The request
-   * leaves every queue, as with an abort, and the promise rejects with a
-   * {@link LockError} of code `'ETIMEDOUT'`. Cannot be combined with
-   * `ifAvailable`. Default: no limit.
-   */
-  timeout?: number
 }
 
 /** A lock granted to a {@link LockManager.request} callback. */
@@ -158,62 +141,6 @@ export declare const codes: { readonly [K in SessionErrorCode]: K }
 export declare class LockManager {
   private constructor ()
   /**
-   * Waits for the lock `name`, runs `callback` while holding it, and
-   * resolves with the callback's result once the lock is released.
-   *
-   * Warning: a callback that awaits another request of the same manager
-   * while every connection (`maxConnections`) is in use waits forever.
-   *
-   * @param name the lock's name; names starting with `-` are reserved
-   * @param callback runs with the granted {@link Lock}
-   * @returns a promise of the callback's result; it rejects with a
-   *   {@link SessionError} if the session ends (`ELOCKLOST` even when the
-   *   callback succeeded, since the work ran partly without the lock)
-   */
-  request<T> (name: string, callback: (lock: Lock) => T | PromiseLike<T>): Promise<T>
-  /**
-   * Runs `callback` with the lock if it can be granted at once, otherwise
-   * with `null`.
-   *
-   * @param name the lock's name
-   * @param options `{ ifAvailable: true, mode, ref }`
-   * @param callback runs with the granted {@link Lock}, or `null`
-   * @returns a promise of the callback's result
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions & { ifAvailable: true },
-    callback: (lock: Lock | null) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
-   * Waits for the lock `name` in `options.mode`.
-   *
-   * @param name the lock's name
-   * @param options `{ mode, signal, ref }`
-   * @param callback runs with the granted {@link Lock}
-   * @returns a promise of the callback's result; it rejects with
-   *   `signal.reason` when the signal aborts the wait
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions & { ifAvailable?: false },
-    callback: (lock: Lock) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
-   * The general form: the callback receives `null` only when
-   * `options.ifAvailable` is true and the lock was not available.
-   *
-   * @param name the lock's name
-   * @param options the request's options
-   * @param callback runs with the granted {@link Lock}, or `null`
-   * @returns a promise of the callback's result
-   */
-  request<T> (
-    name: string,
-    options: LockRequestOptions,
-    callback: (lock: Lock | null) => T | PromiseLike<T>
-  ): Promise<T>
-  /**
    * The locks held and awaited on the server by every client (from
    * `pg_locks`), then this manager's requests that have not reached the
    * server yet (`clientId: 'local'`). `clientId` is otherwise the server
@@ -231,6 +158,18 @@ export declare class LockManager {
   /** The pool the manager takes its sessions from. */
   readonly pool: PoolLike
 }
+
+/**
+ * The request() forms of {@link LockManager}, as in threadlock.locks.
+ *
+ * Warning: a callback that awaits another request of the same manager
+ * while every connection (`maxConnections`) is in use waits forever.
+ *
+ * A request's promise also rejects with a {@link SessionError} if the
+ * session ends (`ELOCKLOST` even when the callback succeeded, since the
+ * work ran partly without the lock).
+ */
+export interface LockManager extends NamedLockRequests<Lock, LockRequestOptions> {}
 
 /**
  * Creates a {@link LockManager} on a PostgreSQL server.

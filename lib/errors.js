@@ -31,6 +31,23 @@ class AbortError extends Error {
   }
 }
 
+// A class of errors told apart by a stable `code`, for what is not a
+// lock's wait: threadlock/host's HostError and threadlock/postgres's
+// SessionError. `new Class(code, message, { cause })`; `Class.codes` is the
+// frozen table of its codes.
+function codedErrorClass (name, codes) {
+  const CodedError = class extends Error {
+    constructor (code, message, options = undefined) {
+      super(message, options)
+      this.name = name
+      this.code = code
+    }
+  }
+  Object.defineProperty(CodedError, 'name', { value: name })
+  CodedError.codes = codes
+  return CodedError
+}
+
 function timeoutError (timeout, where) {
   return new LockError(codes.ETIMEDOUT, `${where}: not acquired within ${timeout} ms`)
 }
@@ -62,6 +79,7 @@ module.exports = {
   LockError,
   AbortError,
   codes,
+  codedErrorClass,
   timeoutError,
   busyError,
   deadlockError,

@@ -1,35 +1,25 @@
 'use strict'
 
 // What requestSync() returns: a lock held until release() (or the end of a
-// `using` block). Besides the fields of a Lock it knows whether it is still
-// held; release() is idempotent.
+// `using` block). It is a Grant (lib/Grant.js) with the fields of a Lock,
+// knows whether it is still held, and release() is idempotent. Unlike a
+// Lock's, its fields are not enumerable.
 
-const kCreate = Symbol('kCreate')
+const { Grant, kGrant, defineAttributes } = require('../Grant')
+
 // Node 20 has no Symbol.dispose yet; TypeScript's polyfill uses this one.
 const dispose = Symbol.dispose || Symbol.for('nodejs.dispose')
 
-class HeldLock {
-  #name
-  #mode
-  #token
+class HeldLock extends Grant {
   #ownerDied
-  #signal
   #release
   constructor (key, name, mode, token, ownerDied, signal, release) {
-    if (key !== kCreate) throw new TypeError('Illegal constructor')
-    this.#name = name
-    this.#mode = mode
-    this.#token = token
+    super(key, name, mode, token, signal)
     this.#ownerDied = ownerDied
-    this.#signal = signal
     this.#release = release
   }
 
-  get name () { return this.#name }
-  get mode () { return this.#mode }
-  get token () { return this.#token }
   get ownerDied () { return this.#ownerDied }
-  get signal () { return this.#signal }
   /** Whether release() has not run yet. */
   get held () { return this.#release !== null }
 
@@ -49,12 +39,10 @@ class HeldLock {
   }
 }
 
-Object.defineProperties(HeldLock.prototype, {
-  [Symbol.toStringTag]: { value: 'HeldLock', writable: false, enumerable: false, configurable: true }
-})
+defineAttributes(HeldLock, 'HeldLock', [])
 
 function createHeldLock (name, mode, token, ownerDied, signal, release) {
-  return new HeldLock(kCreate, name, mode, token, ownerDied, signal, release)
+  return new HeldLock(kGrant, name, mode, token, ownerDied, signal, release)
 }
 
 module.exports = { HeldLock, createHeldLock }

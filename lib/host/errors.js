@@ -4,6 +4,8 @@
 // lib/errors.js, covers ETIMEDOUT and EDEADLK). A HostError carries a stable
 // `code`.
 
+const { codedErrorClass } = require('../errors')
+
 const codes = Object.freeze({
   // The manager was closed.
   ECLOSED: 'ECLOSED',
@@ -21,14 +23,6 @@ const codes = Object.freeze({
   EATTACH: 'EATTACH'
 })
 
-class HostError extends Error {
-  constructor (code, message, options = undefined) {
-    super(message, options)
-    this.name = 'HostError'
-    this.code = code
-  }
-}
-
-HostError.codes = codes
+const HostError = codedErrorClass('HostError', codes)
 
 module.exports = { HostError, codes }

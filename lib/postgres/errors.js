@@ -3,6 +3,8 @@
 // Errors of threadlock/postgres. A SessionError carries a stable `code` and,
 // as `cause`, the error of node-postgres or of the server behind it.
 
+const { codedErrorClass } = require('../errors')
+
 const codes = Object.freeze({
   // No session could be opened or prepared for the request (the server is
   // unreachable, refused the login, or the name table could not be read).
@@ -17,15 +19,7 @@ const codes = Object.freeze({
   ECLOSED: 'ECLOSED'
 })
 
-class SessionError extends Error {
-  constructor (code, message, options = undefined) {
-    super(message, options)
-    this.name = 'SessionError'
-    this.code = code
-  }
-}
-
-SessionError.codes = codes
+const SessionError = codedErrorClass('SessionError', codes)
 
 // Whether `err` says the session is gone: the server ended it (57P01-57P03,
 // shutdown or restart), the connection failed (class 08), or the socket
