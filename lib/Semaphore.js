@@ -30,9 +30,13 @@ function readPermits (k, where) {
   return readCount(k, 1, MASK, where, 'permits')
 }
 
+// The options of acquire() called without any.
+const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
+
 class Semaphore extends SharedSlot {
   #i32
   #gate
+  #releaseOne = () => this.release(1)
 
   /**
    * @param {number} [permits=1] initial permits
@@ -80,14 +84,15 @@ class Semaphore extends SharedSlot {
 
   /** Resolves with a release function once `k` permits are taken. */
   acquire (k, options) {
-    let n, o
     try {
-      n = readPermits(k, 'Semaphore.acquire')
-      o = readAsyncOptions(options, 'Semaphore.acquire', true)
+      const n = readPermits(k, 'Semaphore.acquire')
+      const o = options === undefined ? NO_OPTIONS : readAsyncOptions(options, 'Semaphore.acquire', true)
+      return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', n === 1 ? this.#releaseOne : () => this.release(n))
     } catch (err) {
+      // Bad permits or options, or a wrong receiver: reported through the
+      // promise, as by every promise-returning method.
       return Promise.reject(err)
     }
-    return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', () => this.release(n))
   }
 
   /** Returns `k` permits; the core wakes or grants a queued request. */

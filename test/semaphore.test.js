@@ -318,6 +318,11 @@ describe('Semaphore (one thread)', () => {
       ['runExclusive options 5', (s) => s.runExclusive(() => {}, 5), TypeError, /options/]
     ]
     refusals('rejects (never throws)', asyncCases, { ...fresh, promised: true })
+    it('rejects (never throws): acquire on a wrong receiver', async () => {
+      let p
+      assert.doesNotThrow(() => { p = Semaphore.prototype.acquire.call({}) })
+      await assert.rejects(p, TypeError)
+    })
   })
 })
 
