@@ -232,11 +232,11 @@ tl__spin(tl_waiter_t *w, uint64_t deadline)
  * is no longer WAITING, else TIMED_OUT or INTERRUPTED (it left). */
 int
 tl__block(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
-          const tl_probe_t *probe)
+          const tl_probe_t *probe, int spin)
 {
   int r;
 
-  if (tl__spin(&sw->base, deadline))
+  if (spin && tl__spin(&sw->base, deadline))
     return TL_RESULT_OK;
   tl_cond_init(&sw->cond);
   tl_mutex_lock(&b->lock);
@@ -283,7 +283,7 @@ tl_wait(void *addr, int width, int64_t expected, double timeout_ms,
   }
   tl__enqueue(b, &sw.base);
   tl_mutex_unlock(&b->lock);
-  return tl__block(b, &sw, deadline, probe);
+  return tl__block(b, &sw, deadline, probe, 1);
 }
 
 void

@@ -77,11 +77,12 @@ void tl__remove(tl_bucket_t *b, tl_waiter_t *w);
 
 /* table.c: sync waiters. tl__block returns TL_RESULT_OK once the waiter
  * is no longer WAITING (woken or notified), or TIMED_OUT / INTERRUPTED
- * after it left the list. */
+ * after it left the list. With `spin` it first spins briefly (tl__spin)
+ * before it parks. */
 void tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
                    uint32_t amount);
 int tl__block(tl_bucket_t *b, tl_sync_waiter_t *sw, uint64_t deadline,
-              const tl_probe_t *probe);
+              const tl_probe_t *probe, int spin);
 
 /* gate_queue.c: gate waiters in a bucket. All expect b->lock. */
 tl_waiter_t *tl__first_gate_waiter(tl_bucket_t *b, uintptr_t addr);
