@@ -55,7 +55,10 @@ function allStarted (ctl, workers, n = workers.length, ms = 25000) {
   return until(() => {
     const failed = workers.find((w) => w.error !== null)
     if (failed) throw new Error(`a worker failed before it started: ${failed.error && failed.error.stack}`)
-    return Atomics.load(ctl, STARTED) === n
+    const started = Atomics.load(ctl, STARTED)
+    // More than were spawned for this count would be a test bug: say so.
+    if (started > n) throw new Error(`${started} workers started, ${n} expected`)
+    return started === n
   }, 'the workers did not start', ms)
 }
 
@@ -748,7 +751,7 @@ describe('a thread\'s own requests are granted in the order it made them', funct
       const lock = make()
       if (lock instanceof AsyncLock) track(lock)
       const ctl = control()
-      const workers = [spawn(mode, lock, ctl), spawn(mode, lock, ctl)].slice(0, nWorkers)
+      const workers = Array.from({ length: nWorkers }, () => spawn(mode, lock, ctl))
       await allStarted(ctl, workers, nWorkers)
       const wrong = []
       for (let round = 1; round <= 400 && wrong.length === 0; round++) {
