@@ -333,8 +333,11 @@ tl__lock_owner_died(tl_bucket_t *b, uintptr_t addr, int gate)
     atomic_store(word, tl__taken(b, first, addr, gate, 0, first->lock_id, 1));
     tl__gate_grant(b, first, 1);
   } else {
-    /* The first grant is told; K goes with a grant to a woken writer. */
-    atomic_store(word, atomic_load(word) & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
+    /* The first grant is told; K goes with a grant to a woken writer. The
+     * word is freed with RW_OWNER_DIED, which a writer barging in from
+     * JavaScript meanwhile keeps (rwlock.c, at the top). */
+    atomic_store(word, (atomic_load(word) & (TL_GATE_WAITERS | TL_LOCK_WOKEN)) |
+                           TL_RW_OWNER_DIED);
     tl__rw_pass(b, addr, 1);
   }
 }

@@ -11,6 +11,12 @@
  * A queued writer holds back readers that come after it, so a stream of
  * readers cannot starve writers; the readers queued before the next writer
  * enter together. Every function here expects the word's bucket lock.
+ *
+ * A word that the recovery of a dead thread frees carries RW_OWNER_DIED
+ * from the same atomic step on: a writer in JavaScript may take a free word
+ * with one compare-exchange at any moment, outside the bucket lock, and
+ * keeps the bit it finds (lib/LockWord.js), so a free word without the bit
+ * for even one instant would let a writer in untold.
  */
 #include "waiters.h"
 
@@ -140,7 +146,9 @@ tl__rw_writer_died(tl_bucket_t *b, uintptr_t addr)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)addr;
 
-  atomic_store(word, atomic_load(word) & (TL_GATE_WAITERS | TL_LOCK_WOKEN));
+  /* Freed with the mark (see the top); the first grant is told too. */
+  atomic_store(word, (atomic_load(word) & (TL_GATE_WAITERS | TL_LOCK_WOKEN)) |
+                         TL_RW_OWNER_DIED);
   tl__rw_pass(b, addr, 1);
 }
 
@@ -242,8 +250,11 @@ tl__reads_recover(tl_bucket_t *b, uint32_t id)
     }
     *p = h->next;
     if (h->count != 0) {
-      atomic_fetch_sub(word, (int32_t)h->count);
-      atomic_fetch_or(word, TL_RW_OWNER_DIED);
+      /* Its reads leave and the mark comes in one step (see the top). */
+      int32_t v = atomic_load(word);
+      while (!atomic_compare_exchange_weak(
+          word, &v, (v - (int32_t)h->count) | TL_RW_OWNER_DIED))
+        ;
       tl__rw_pass(b, h->addr, 0);
     }
     tl__free(h);
