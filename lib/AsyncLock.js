@@ -236,18 +236,6 @@ class AsyncLock extends SharedSlot {
     return gate.acquire(this.#gate, this.#word.flags, o, where, this.#release)
   }
 
-  // Runs `callback` holding the lock that this thread took uncontended:
-  // no release function and no promise of acquire() in between.
-  async #runHeld (callback) {
-    try {
-      const result = callback()
-      return result !== null && typeof result === 'object' && typeof result.then === 'function'
-        ? await result
-        : result
-    } finally {
-      this.unlock()
-    }
-  }
 
   /**
    * Runs `callback` while holding the lock and resolves with its result;
@@ -256,7 +244,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#queue.size === 0 && this.#fast()) return this.#runHeld(callback)
+        this.#queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release)
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -267,7 +255,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#queue.size === 0 && this.#fast()) return this.#runHeld(f)
+      if (typeof f === 'function' && this.#queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release)
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {

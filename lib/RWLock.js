@@ -146,24 +146,13 @@ class RWLock extends SharedSlot {
       // A free word taken with one compare-exchange: no release function and
       // no promise of acquireWrite() in between, as AsyncLock.runExclusive.
       if (options === undefined && typeof callback === 'function' &&
-        this.#pendingWrites === 0 && this.#fastWrite()) return this.#runWriteHeld(callback)
+        this.#pendingWrites === 0 && this.#fastWrite()) return gate.runHeld(callback, this.#releaseWrite)
       return gate.runHolding(callback, 'RWLock.runWrite', () => this.acquireWrite(options))
     } catch (err) {
       return Promise.reject(err) // a wrong receiver
     }
   }
 
-  // Runs `callback` holding the write lock that this thread took at once.
-  async #runWriteHeld (callback) {
-    try {
-      const result = callback()
-      return result !== null && typeof result === 'object' && typeof result.then === 'function'
-        ? await result
-        : result
-    } finally {
-      this.releaseWrite()
-    }
-  }
 }
 
 module.exports = { RWLock }

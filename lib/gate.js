@@ -212,6 +212,22 @@ async function runHolding (callback, where, take) {
   }
 }
 
+/**
+ * Runs `callback` holding a lock that this thread took at once (one
+ * compare-exchange, no release function or acquire promise in between),
+ * and calls `release()` however the callback ends.
+ */
+async function runHeld (callback, release) {
+  try {
+    const result = callback()
+    return result !== null && typeof result === 'object' && typeof result.then === 'function'
+      ? await result
+      : result
+  } finally {
+    release()
+  }
+}
+
 module.exports = {
   RESULTS,
   gateSync,
@@ -228,5 +244,6 @@ module.exports = {
   acquireSync,
   acquire,
   rejecting,
-  runHolding
+  runHolding,
+  runHeld
 }
