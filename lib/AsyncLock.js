@@ -34,8 +34,6 @@ const { LockWord } = require('./LockWord')
 
 const { GATE_LOCK, LOCK_ID_MASK: ID_MASK } = native.constants
 
-const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
-
 class AsyncLock extends SharedSlot {
   #i32
   #word
@@ -232,7 +230,7 @@ class AsyncLock extends SharedSlot {
     if (options === undefined && this.#queue.size === 0 && this.#fast()) {
       return Promise.resolve(gate.makeRelease(this.#release, this.ownerDied))
     }
-    const o = options === undefined ? NO_OPTIONS : readAsyncOptions(options, where, true)
+    const o = readAsyncOptions(options, where, true)
     return gate.acquire(this.#gate, this.#word.flags, o, where, this.#release)
   }
 

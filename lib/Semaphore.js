@@ -30,9 +30,6 @@ function readPermits (k, where) {
   return readCount(k, 1, MASK, where, 'permits')
 }
 
-// The options of acquire() called without any.
-const NO_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
-
 class Semaphore extends SharedSlot {
   #i32
   #gate
@@ -86,7 +83,7 @@ class Semaphore extends SharedSlot {
   acquire (k, options) {
     try {
       const n = readPermits(k, 'Semaphore.acquire')
-      const o = options === undefined ? NO_OPTIONS : readAsyncOptions(options, 'Semaphore.acquire', true)
+      const o = readAsyncOptions(options, 'Semaphore.acquire', true)
       return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', n === 1 ? this.#releaseOne : () => this.release(n))
     } catch (err) {
       // Bad permits or options, or a wrong receiver: reported through the

@@ -166,7 +166,12 @@ function readSyncOptions (options, where) {
  * `blocking` only where a non-blocking attempt makes sense. Every member is
  * read before any is checked, in this order.
  */
+// What readAsyncOptions gives for no options: one frozen object, so that a
+// request without options reads nothing and allocates nothing.
+const NO_ASYNC_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
+
 function readAsyncOptions (options, where, allowBlocking) {
+  if (options === undefined) return NO_ASYNC_OPTIONS
   const o = readObject(options, where)
   const { blocking, timeout, signal, ref } = o
   const b = readFlag(blocking, true, where, 'blocking')

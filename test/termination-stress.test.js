@@ -217,6 +217,22 @@ function formNames (set) {
   return sets[set].map((f) => f[0])
 }
 
+/**
+ * The end of an RWLock stress: the main thread takes the write lock (from a
+ * dead owner, maybe), the lock is free afterwards, and nothing went wrong.
+ */
+async function rwEnd (rw, s, show, when, label) {
+  const release = await within(rw.acquireWrite(), SETTLE_MS, `the main thread's acquireWrite() ${when}; ${show()}`)
+  release()
+  assert.strictEqual(rw.readers, 0, show())
+  assert.strictEqual(rw.writer, null, show())
+  assert.strictEqual(rw.waiting, 0, show())
+  s.checkViolations('end')
+  s.checkCount('end')
+  s.checkForms(formNames('rwlock'))
+  s.report(label)
+}
+
 describe('termination stress', function () {
   this.timeout(Math.max(120000, 60000 * STRESS_SCALE))
   afterEach(cleanup)
@@ -252,10 +268,9 @@ describe('termination stress', function () {
     })
   }
 
-  // The documented contract today: a writer that dies is recovered; a
-  // reader that dies leaves its read lock held. So here only writers die:
-  // two workers that read and write are never terminated, two that only
-  // write are.
+  // Writers that die: two workers that read and write are never
+  // terminated, two that only write are (the next test terminates readers
+  // too).
   it(`RWLock, readers and writers: ${ROUNDS} rounds of terminating writers amid every request form`, async () => {
     const rw = new RWLock()
     const s = new Stress({
@@ -276,22 +291,12 @@ describe('termination stress', function () {
         }
       }
     })
-    const release = await within(rw.acquireWrite(), SETTLE_MS, `the main thread's acquireWrite() on the settled lock; ${show()}`)
-    release()
-    assert.strictEqual(rw.readers, 0, show())
-    assert.strictEqual(rw.writer, null, show())
-    assert.strictEqual(rw.waiting, 0, show())
-    s.checkViolations('end')
-    s.checkCount('end')
-    s.checkForms(formNames('rwlock'))
-    s.report('RWLock (writers die)')
+    await rwEnd(rw, s, show, 'on the settled lock', 'RWLock (writers die)')
   })
 
   // Issue 18, item 12: readers are owners too, and a dead reader's read
-  // holds are recovered (ownerDied for the next writer). Today a reader
-  // that dies leaves the lock read-held for good, so this test fails on
-  // today's code: kept apart from the one above so that the failure names
-  // this contract.
+  // holds are recovered (ownerDied for the next writer). Kept apart from
+  // the test above so that a failure names this contract.
   it(`RWLock, readers that die are recovered: ${ROUNDS} rounds of terminating readers and writers`, async () => {
     const rw = new RWLock()
     const s = new Stress({ kind: 'RWLock', handle: rw.handle, forms: () => 'rwlock' })
@@ -306,15 +311,7 @@ describe('termination stress', function () {
         }
       }
     })
-    const release = await within(rw.acquireWrite(), SETTLE_MS, `the main thread's acquireWrite() after dead readers; ${show()}`)
-    release()
-    assert.strictEqual(rw.readers, 0, show())
-    assert.strictEqual(rw.writer, null, show())
-    assert.strictEqual(rw.waiting, 0, show())
-    s.checkViolations('end')
-    s.checkCount('end')
-    s.checkForms(formNames('rwlock'))
-    s.report('RWLock (readers die)')
+    await rwEnd(rw, s, show, 'after dead readers', 'RWLock (readers die)')
   })
 
   // Permits have no owner, so a worker that dies holding some takes them
