@@ -16,6 +16,7 @@
 
 const { deadlineOf } = require('./gate')
 const { timeoutError, abortError } = require('./errors')
+const { atDeadline } = require('./timer')
 
 class Request {
   constructor (options, where, resolve, reject) {
@@ -36,12 +37,11 @@ class Request {
 const FOREVER = 0x7fffffff
 function noop () {}
 
-// setTimeout takes at most FOREVER ms (a longer delay fires after 1 ms), so
-// a longer timeout waits in steps until its deadline.
+// The request's timer: never fires before its deadline, also when the event
+// loop's cached clock is behind, nor early for a timeout beyond
+// setTimeout's range (lib/timer.js).
 function armTimer (req, fire) {
-  const left = req.deadline - performance.now()
-  req.timer = setTimeout(left > FOREVER ? () => armTimer(req, fire) : fire, Math.min(Math.max(left, 0), FOREVER))
-  req.timer.unref()
+  atDeadline(req.deadline, fire, (timer) => { req.timer = timer })
 }
 
 class ThreadQueue {

@@ -17,9 +17,7 @@
 
 const { describe, readFlag } = require('./validate')
 const { timeoutError } = require('./errors')
-
-// The longest delay setTimeout takes; a longer one fires after 1 ms.
-const MAX_DELAY = 0x7fffffff
+const { atDeadline } = require('./timer')
 
 function notSupported (message) {
   return new DOMException(message, 'NotSupportedError')
@@ -99,22 +97,16 @@ function parseRequest (name, options, callback) {
 }
 
 /**
- * Calls `onTimeout` once `timeout` ms have passed, also beyond setTimeout's
- * 2^31 - 1 ms; never for Infinity. The timer does not keep the process
- * alive: the waiting request does, unless it asked not to (`ref: false`).
- * Returns the function that stops it.
+ * Calls `onTimeout` once `timeout` ms have passed by performance.now(),
+ * never earlier (lib/timer.js), also beyond setTimeout's 2^31 - 1 ms; never
+ * for Infinity. The timer does not keep the process alive: the waiting
+ * request does, unless it asked not to (`ref: false`). Returns the function
+ * that stops it.
  */
 function requestTimer (timeout, onTimeout) {
   if (timeout === Infinity) return () => {}
-  const end = performance.now() + timeout
   let timer
-  const arm = (ms) => {
-    timer = ms > MAX_DELAY
-      ? setTimeout(() => arm(end - performance.now()), MAX_DELAY)
-      : setTimeout(onTimeout, ms)
-    timer.unref()
-  }
-  arm(timeout)
+  atDeadline(performance.now() + timeout, onTimeout, (t) => { timer = t })
   return () => clearTimeout(timer)
 }
 

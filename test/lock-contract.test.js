@@ -639,6 +639,49 @@ describe('timeouts of 2^31 ms or more do not expire early', function () {
   }
 })
 
+describe('a timeout timed in JavaScript never expires early, however stale the event loop\'s clock', function () {
+  endWorkers()
+  this.timeout(30000)
+
+  // Node's timers count from the loop's cached clock, which a synchronous
+  // stretch leaves behind: each round spins 5 ms before it makes a request,
+  // and measures from the request to its rejection by performance.now().
+  const ROUNDS = 20
+  async function early (timeout, request) {
+    const late = []
+    for (let i = 0; i < ROUNDS; i++) {
+      spin(5)
+      const t0 = performance.now()
+      const err = await within(request(timeout).then(() => null, (e) => e), 5000, 'the request never settled')
+      const took = performance.now() - t0
+      assert.ok(err !== null, 'the request was granted')
+      assert.strictEqual(err.code, 'ETIMEDOUT', `rejected with ${err.code || err.message}`)
+      if (took < timeout) late.push(took.toFixed(3))
+    }
+    assert.deepStrictEqual(late, [], `ETIMEDOUT of a ${timeout} ms timeout came after these ms`)
+  }
+
+  it('AsyncLock.acquire and runExclusive queued behind this thread\'s own hold', async () => {
+    const lock = track(new AsyncLock())
+    lock.lock()
+    await early(2, (timeout) => lock.acquire({ timeout }))
+    await early(2, (timeout) => lock.runExclusive(() => {}, { timeout }))
+    lock.unlock()
+  })
+
+  it('locks.request queued behind a held lock', async () => {
+    const name = `contract-early-${process.pid}`
+    let release
+    const held = new Promise((resolve) => { release = resolve })
+    let granted
+    const holder = tl.locks.request(name, () => { granted = true; return held })
+    await until(() => granted, 'the holder never got the lock')
+    await early(1.5, (timeout) => tl.locks.request(name, { timeout }, () => {}))
+    release()
+    await holder
+  })
+})
+
 describe('a terminated reader gives its read lock back: a writer gets the lock, flagged ownerDied', function () {
   endWorkers()
   this.timeout(30000)
