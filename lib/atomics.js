@@ -8,6 +8,9 @@ const { types } = require('util')
 const native = require('./native')
 const { RESULTS } = require('./gate')
 const { describe, readObject, readFlag } = require('./validate')
+const { stopTerminated } = require('./errors')
+
+const { RESULT_INTERRUPTED } = native.constants
 
 const TypedArrayPrototype = Object.getPrototypeOf(Int32Array.prototype)
 const getLength = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'length').get
@@ -108,7 +111,10 @@ function readRef (options, fn) {
 const api = {
   wait (typedArray, index, value, timeout) {
     const [i, v, t] = prepareWait(typedArray, index, value, timeout, 'wait')
-    return RESULTS[native.wait(typedArray, i, v, t)]
+    const r = native.wait(typedArray, i, v, t)
+    // Ended by the termination probe: nothing may return into the caller.
+    if (r === RESULT_INTERRUPTED) stopTerminated('wait')
+    return RESULTS[r]
   },
 
   notify (typedArray, index, count) {

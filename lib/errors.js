@@ -75,6 +75,20 @@ function interrupted (where) {
   return new Error(`${where}: the wait was interrupted because the thread is terminating`)
 }
 
+// Called by a blocking wait that its termination probe ended: the worker is
+// being terminated (Node marks it stopping, then asks V8 to terminate it).
+// V8 stops the thread only at its next interrupt check (a call, a loop's
+// back edge), so a plain return would run the caller's next statements
+// until then. A loop's back edge always checks: the thread ends inside this
+// loop and no code of the caller runs. The bound and the throw are only
+// for a stop that never asks V8 to terminate (an embedder's), so that it
+// fails instead of hanging.
+function stopTerminated (where) {
+  const end = Date.now() + 1000
+  while (Date.now() < end);
+  throw interrupted(where)
+}
+
 module.exports = {
   LockError,
   AbortError,
@@ -85,5 +99,6 @@ module.exports = {
   deadlockError,
   notOwnerError,
   abortError,
-  interrupted
+  interrupted,
+  stopTerminated
 }

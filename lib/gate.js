@@ -7,7 +7,7 @@
 
 const native = require('./native')
 const { selfId } = native
-const { timeoutError, busyError, deadlockError, notOwnerError, abortError, interrupted } = require('./errors')
+const { timeoutError, busyError, deadlockError, notOwnerError, abortError, interrupted, stopTerminated } = require('./errors')
 const { readCallback } = require('./validate')
 
 const {
@@ -27,7 +27,8 @@ function gateSync (i32, index, gate, amount, timeout, where) {
   if (r === OWNER_DIED) return true
   if (r === RESULT_TIMED_OUT) throw timeoutError(timeout, where)
   if (r === EDEADLK) throw deadlockError(where)
-  throw interrupted(where)
+  if (r === INTERRUPTED) stopTerminated(where)
+  throw new Error(`${where}: unexpected result ${r} of the core`)
 }
 
 // Non-blocking gate request: undefined when it cannot be granted at once,
@@ -90,7 +91,7 @@ function gateRelease (i32, index, gate, amount, where) {
 // Blocking plain wait on one Int32: 'ok', 'not-equal' or 'timed-out'.
 function waitSync (i32, index, value, timeout, where) {
   const r = native.wait(i32, index, value, timeout)
-  if (r === INTERRUPTED) throw interrupted(where)
+  if (r === INTERRUPTED) stopTerminated(where)
   return RESULTS[r]
 }
 

@@ -682,6 +682,65 @@ describe('a timeout timed in JavaScript never expires early, however stale the e
   })
 })
 
+describe('a thread terminated in a blocking call runs none of its code after it', function () {
+  endWorkers()
+  this.timeout(60000)
+
+  // Each form blocks in a worker (nothing will ever end its wait) and is
+  // followed by a plain store: V8 stops a terminated thread only at a call
+  // or a loop, so the store runs exactly when the call returned into the
+  // worker's code.
+  const forms = {
+    wait: ({ tl, workerData: d }) => tl.wait(new Int32Array(d.word), 0, 0),
+    'AsyncLock.lock': ({ tl, workerData: d }) => tl.AsyncLock.from(d.handle).lock(),
+    'Semaphore.acquireSync': ({ tl, workerData: d }) => tl.Semaphore.from(d.handle).acquireSync(1),
+    'RWLock.acquireWriteSync': ({ tl, workerData: d }) => tl.RWLock.from(d.handle).acquireWriteSync(),
+    'ConditionVariable.waitSync': ({ tl, workerData: d }) => {
+      const lock = tl.AsyncLock.from(d.handle)
+      lock.lock()
+      tl.ConditionVariable.from(d.cv).waitSync(lock)
+    },
+    'Barrier.arriveAndWaitSync': ({ tl, workerData: d }) => tl.Barrier.from(d.handle).arriveAndWaitSync(),
+    'CountDownLatch.waitSync': ({ tl, workerData: d }) => tl.CountDownLatch.from(d.handle).waitSync()
+  }
+  const primitives = {
+    wait: () => undefined,
+    'AsyncLock.lock': () => { const l = track(new AsyncLock()); l.lock(); return l },
+    'Semaphore.acquireSync': () => new Semaphore(0),
+    'RWLock.acquireWriteSync': () => { const rw = new RWLock(); rw.acquireReadSync(); return rw },
+    'ConditionVariable.waitSync': () => new AsyncLock(),
+    'Barrier.arriveAndWaitSync': () => new tl.Barrier(2),
+    'CountDownLatch.waitSync': () => new tl.CountDownLatch(1)
+  }
+
+  for (const [name, block] of Object.entries(forms)) {
+    it(`${name}()`, async () => {
+      const ran = []
+      for (let round = 0; round < 5; round++) {
+        const p = primitives[name]()
+        const cv = new tl.ConditionVariable()
+        const word = new SharedArrayBuffer(4)
+        const ctl = new Int32Array(new SharedArrayBuffer(4))
+        const w = new TestWorker({ data: { handle: p && p.handle, cv: cv.handle, word, ctl: ctl.buffer } })
+        await w.ready()
+        w.run(new Function('block', `return (ctx) => {
+          const done = new Int32Array(ctx.workerData.ctl)
+          done[0] = 1
+          ;(${block})(ctx)
+          done[0] = 2
+        }`)(block)).catch(() => {})
+        await until(() => Atomics.load(ctl, 0) !== 0, 'the worker did not start')
+        await sleep(30) // into the wait, and through a few termination probes
+        await w.terminate()
+        if (Atomics.load(ctl, 0) === 2) ran.push(round)
+        if (name === 'AsyncLock.lock') p.unlock()
+        if (name === 'RWLock.acquireWriteSync') p.releaseRead()
+      }
+      assert.deepStrictEqual(ran, [], 'rounds where the statement after the blocking call ran')
+    })
+  }
+})
+
 describe('a terminated reader gives its read lock back: a writer gets the lock, flagged ownerDied', function () {
   endWorkers()
   this.timeout(30000)

@@ -13,7 +13,7 @@ const { parseRequest, parseSyncRequest } = require('./options')
 const { requestTimer, timeoutRequestError } = require('../requestOptions')
 const { HostError, codes } = require('./errors')
 const { isMainThread } = require('worker_threads')
-const { LockError, codes: lockCodes, timeoutError, deadlockError, interrupted } = require('../errors')
+const { LockError, codes: lockCodes, timeoutError, deadlockError, stopTerminated } = require('../errors')
 const { createLock } = require('./Lock')
 const { createHeldLock } = require('./HeldLock')
 
@@ -134,7 +134,7 @@ class LockManager {
       // being terminated; the main thread's sleeps undisturbed.
       const waited = native.hostWait(this.#handle, node, r.timeout, !isMainThread)
       if (waited === C.ETIMEDOUT) throw timeoutError(r.timeout, 'LockManager.requestSync')
-      if (waited === C.EINTR) throw interrupted('LockManager.requestSync')
+      if (waited === C.EINTR) stopTerminated('LockManager.requestSync')
       if (typeof waited === 'number') throw this.#error(waited, 'LockManager.requestSync')
       ;[state, token, ownerDied] = waited
     }
