@@ -119,7 +119,7 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
   uint64_t deadline = tl__deadline(timeout_ms);
   tl_sync_waiter_t sw;
-  int r;
+  int r, waited = 0;
 
   if (!tl__valid_gate(gate, id, amount))
     return TL_EINVAL;
@@ -135,7 +135,8 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
     }
     tl_mutex_unlock(&b->lock);
     if (r != TL_RESULT_PENDING)
-      return r;
+      break;
+    waited = 1;
     /* A waiter of the lock policy (lock, write lock) parks at once: it is
      * woken to compete, and the holder and the barging threads it competes
      * with need the cores it would spin on (bench/README.md, "Profiles of
@@ -152,6 +153,22 @@ tl_gate_acquire(int32_t *word, int gate, uint32_t id, uint32_t amount,
     tl_mutex_lock(&b->lock);
     r = tl__gate_resume(b, &sw.base);
   }
+  /* A grant that came while this thread slept may reach a thread that is
+   * being stopped (worker.terminate()) and will run none of its code
+   * again: nothing would ever release a semaphore's permits, and a lock
+   * would wait for owner-death recovery. Asked once more, the probe tells;
+   * the grant is then given back as if never used (a lock's owner-died
+   * news is kept for the next holder, lock.c I6). */
+  if (waited && probe != NULL &&
+      (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) &&
+      probe->fn(probe->data)) {
+    tl_mutex_lock(&b->lock);
+    sw.base.owner_died = r == TL_RESULT_OWNER_DIED;
+    tl__gate_abandon_grant(b, &sw.base);
+    tl_mutex_unlock(&b->lock);
+    return TL_RESULT_INTERRUPTED;
+  }
+  return r;
 }
 
 int

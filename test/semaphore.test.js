@@ -550,6 +550,54 @@ describe('Semaphore across threads', function () {
     })
   }
 
+  // A worker blocks in acquireSync(2); the main thread releases 2 and
+  // terminates it, in either order. The statement after acquireSync() is a
+  // plain store (V8 stops a terminated thread at a call or a loop, never
+  // between two plain statements), so it tells whether acquireSync()
+  // returned into the worker's code.
+  async function grantAndTerminate (terminateFirst) {
+    const sem = new Semaphore(0)
+    const ctl = new Int32Array(new SharedArrayBuffer(4))
+    const [w] = await started(openIn('sem', sem, { data: { ctl: ctl.buffer } }))
+    w.run(({ state, workerData }) => {
+      const done = new Int32Array(workerData.ctl)
+      state.sem.acquireSync(2)
+      done[0] = 1
+    }).catch(() => {})
+    await until(() => sem.waiting === 1, 'the worker did not queue')
+    let stopped
+    if (terminateFirst) {
+      stopped = w.terminate() // marks the worker stopping before it returns
+      sem.release(2)
+    } else {
+      sem.release(2)
+      stopped = w.terminate()
+    }
+    await stopped
+    assert.strictEqual(sem.waiting, 0)
+    return { ran: Atomics.load(ctl, 0) === 1, value: sem.value }
+  }
+
+  it('a worker terminated and then granted in acquireSync() runs nothing after it and gives the permits back', async function () {
+    this.timeout(60000)
+    const wrong = []
+    for (let round = 0; round < 20; round++) {
+      const { ran, value } = await grantAndTerminate(true)
+      if (ran || value !== 2) wrong.push(`round ${round}: ${ran ? 'ran on' : 'stopped'}, value ${value}`)
+    }
+    assert.deepStrictEqual(wrong, [])
+  })
+
+  it('a worker granted in acquireSync() and then terminated either ran on holding the permits or gave them back', async function () {
+    this.timeout(60000)
+    const lost = []
+    for (let round = 0; round < 20; round++) {
+      const { ran, value } = await grantAndTerminate(false)
+      if (!ran && value !== 2) lost.push(`round ${round}: stopped, value ${value}`)
+    }
+    assert.deepStrictEqual(lost, [])
+  })
+
   it('a waiting acquire() keeps its worker alive; with ref: false the worker may end meanwhile', async () => {
     const sem = new Semaphore(0)
     // unref: only the worker's own work keeps it alive (test/fixtures/threads.js).

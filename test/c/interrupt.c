@@ -136,6 +136,38 @@ test_gate_interrupted(void)
   tl_test_quiescent();
 }
 
+/* Releases 2 permits of `arg` once a request waits on it. */
+static void
+release_when_queued(void *arg)
+{
+  while (tl_waiter_count(arg) == 0)
+    uv_sleep(1);
+  uv_sleep(5); /* parked, not spinning */
+  ASSERT_OK(tl_gate_release(arg, TL_GATE_SEM, 3, 2));
+}
+
+/* A grant that reaches a sleeping request whose thread is then found
+ * stopping is given back: nothing would ever release a semaphore's
+ * permits for a thread that runs none of its code again. */
+static void
+test_grant_then_stop(void)
+{
+  int32_t word = 0;
+  probe_state_t ps = { &word, 0, 1, 0, 0, NULL };
+  /* A slice far longer than the test: the probe is asked only once the
+   * grant has woken the request. */
+  tl_probe_t probe = { probe_fn, &ps, UINT64_C(60) * 1000000000 };
+  uv_thread_t releaser;
+
+  ASSERT_OK(uv_thread_create(&releaser, release_when_queued, &word));
+  ASSERT_EQ(tl_gate_acquire(&word, TL_GATE_SEM, 2, 2, INFINITY, &probe),
+            TL_RESULT_INTERRUPTED);
+  ASSERT_OK(uv_thread_join(&releaser));
+  ASSERT_EQ(ps.calls, 1);
+  ASSERT_EQ(atomic_load((_Atomic int32_t *)&word), 2);
+  tl_test_quiescent();
+}
+
 int
 main(void)
 {
@@ -148,6 +180,7 @@ main(void)
     test_notify_during_probe();
     test_probe_and_deadline();
     test_gate_interrupted();
+    test_grant_then_stop();
   }
   tl_test_quiescent();
   tl_watchdog_stop(&wd);
