@@ -4,10 +4,12 @@
 //
 // Two Int32s: the parties, and a state word holding the phase number in the
 // high 16 bits and the arrivals of the current phase in the low 16 bits. One
-// atomic add both counts an arrival and tells which phase it belongs to; the
-// last arrival moves to the next phase and clears the count with a single
-// add, then wakes everybody. Arrivals of the next phase cannot mix with the
-// previous one, because a phase ends only when all its parties arrived.
+// compare-exchange both counts an arrival and tells which phase it belongs
+// to; the last arrival instead moves to the next phase with the count 0 in
+// that same step, then wakes everybody. Arrivals of the next phase cannot
+// mix with the previous one, because a phase ends only when all its parties
+// arrived, and a party that withdraws (timeout, abort) changes the word, so
+// no completion is made on a count that no longer holds.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -17,7 +19,7 @@ const { timeoutError, abortError } = require('./errors')
 
 const COUNT_MASK = 0xffff
 const PHASE_ONE = 0x10000
-const { add, load, store, compareExchange } = Atomics
+const { load, store, compareExchange } = Atomics
 
 class Barrier extends SharedSlot {
   #i32
@@ -45,16 +47,24 @@ class Barrier extends SharedSlot {
   get phase () { return load(this.#i32, 1) >>> 16 }
 
   // Counts this arrival. Returns -1 when it completed the phase, else the
-  // phase to wait out.
+  // phase to wait out. One compare-exchange either counts the arrival or,
+  // for the last one, moves to the next phase with the count 0: a party
+  // that withdraws its arrival (#withdraw) meanwhile changes the word, so
+  // the completion fails and is tried again on the count without it, and
+  // nothing is ever done on a count another party changed in between.
   #arrive () {
     const parties = load(this.#i32, 0)
-    const before = add(this.#i32, 1, 1)
-    if ((before & COUNT_MASK) + 1 === parties) {
-      add(this.#i32, 1, PHASE_ONE - parties)
-      native.notify(this.#i32, 1, Infinity)
-      return -1
+    let v = load(this.#i32, 1)
+    for (;;) {
+      const last = (v & COUNT_MASK) + 1 === parties
+      const seen = compareExchange(this.#i32, 1, v, last ? (((v >>> 16) + 1) * PHASE_ONE) | 0 : v + 1)
+      if (seen === v) {
+        if (!last) return v >>> 16
+        native.notify(this.#i32, 1, Infinity)
+        return -1
+      }
+      v = seen
     }
-    return before >>> 16
   }
 
   // Takes back this party's arrival in `phase` after a timeout or abort, so

@@ -209,4 +209,44 @@ describe('Barrier across threads', function () {
       assert.deepStrictEqual(state(b), { parties: 3, arrived: 0, phase: 1, waiting: 0 })
     })
   }
+  it('a party that withdraws while another completes the phase never leaves the count out of range', async function () {
+    this.timeout(30000)
+    // Two parties arrive again and again with a zero timeout, so that one
+    // often withdraws its arrival (timed out) just as the other completes
+    // the phase. Whoever completes a phase checks the count right after:
+    // completion is one atomic step, so the count is 0 or 1 then, never
+    // out of range, whatever the other party did meanwhile.
+    const b = new Barrier(2)
+    const go = new Int32Array(new SharedArrayBuffer(4))
+    const loop = ({ tl }, { handle, go, ms }) => {
+      const barrier = tl.Barrier.from(handle)
+      const start = new Int32Array(go)
+      Atomics.add(start, 0, 1)
+      while (Atomics.load(start, 0) < 2);
+      const end = performance.now() + ms
+      const bad = []
+      let completed = 0
+      while (performance.now() < end) {
+        let completer = false
+        try {
+          completer = barrier.arriveAndWaitSync({ timeout: 0 })
+        } catch (err) {
+          if (err.code !== 'ETIMEDOUT') throw err
+        }
+        const arrived = barrier.arrived
+        if (completer) completed++
+        if (arrived > 1) bad.push(`${completer ? 'completer' : 'party'} saw ${arrived} arrived`)
+        if (bad.length >= 5) break
+      }
+      return { completed, bad }
+    }
+    const [w] = await started(new TestWorker())
+    const theirs = w.run(loop, { handle: b.handle, go: go.buffer, ms: 1500 })
+    await until(() => Atomics.load(go, 0) === 1, 'the worker did not start')
+    const mine = loop({ tl: require('..') }, { handle: b.handle, go: go.buffer, ms: 1500 })
+    const other = await within(theirs, 10000, 'the worker did not finish')
+    assert.ok(mine.completed + other.completed > 0, 'no phase ever completed: the test did not test')
+    assert.deepStrictEqual([...mine.bad, ...other.bad], [])
+    assert.ok(b.arrived <= 1, `${b.arrived} arrived at the end`)
+  })
 })
