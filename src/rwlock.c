@@ -94,7 +94,9 @@ tl__read_count(tl_bucket_t *b, uintptr_t addr, uint32_t id, int delta)
 
 /* Grants the waiters at the head of the queue on `addr` for as long as they
  * fit: one writer once no reader or writer holds the word, or every reader
- * up to the next queued writer. `owner_died` goes to the first grant. */
+ * up to the next queued writer. `owner_died` goes to every grant of this
+ * pass: the writer, or each reader of the batch let in together, since
+ * each of them is the first to see what the dead holder left. */
 void
 tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
 {
@@ -135,7 +137,6 @@ tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
     tl__gate_grant(b, h,
                    owner_died || (h->gate == TL_GATE_WRITE &&
                                   (v & TL_RW_OWNER_DIED) != 0));
-    owner_died = 0;
   }
 }
 

@@ -473,6 +473,71 @@ describe('RWLock across threads', function () {
     assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
   })
 
+  it('tryAcquireWrite() and runWrite() after a dead writer: rw.ownerDied tells the writer, and the writer after it is told false', async () => {
+    const rw = new RWLock()
+    const forms = {
+      tryAcquireWrite: async () => {
+        assert.strictEqual(rw.tryAcquireWrite(), true)
+        const told = rw.ownerDied
+        rw.releaseWrite()
+        return told
+      },
+      runWrite: () => rw.runWrite(() => rw.ownerDied),
+      'runWrite with options': () => rw.runWrite(() => rw.ownerDied, { timeout: 5000 })
+    }
+    for (const [name, take] of Object.entries(forms)) {
+      const w = exitHolding(rw, { mode: 'sync' })
+      await w.locked
+      assert.strictEqual(await within(w.exited, 10000, 'the worker did not exit'), 0)
+      assert.strictEqual(rw.ownerDied, true, `${name}: rw.ownerDied while the dead writer's word is held`)
+      assert.strictEqual(await take(), true, `${name}: the writer after the dead one was not told`)
+      const release = await rw.acquireWrite()
+      assert.strictEqual(release.ownerDied, false, `${name}: the writer after the told one`)
+      assert.strictEqual(rw.ownerDied, false)
+      release()
+      assert.strictEqual(rw.ownerDied, false, `${name}: a free lock`)
+    }
+  })
+
+  it('runWrite() on a word freed after a dead writer (readers took it over, then left): the writer is told', async () => {
+    const rw = new RWLock()
+    const [reader] = await started(openIn('rw', rw))
+    const w = exitHolding(rw, { mode: 'sync', go: new Int32Array(new SharedArrayBuffer(4)) })
+    await w.locked
+    const read = reader.run(({ state }) => state.rw.acquireReadSync())
+    await until(() => rw.waiting === 1, 'the reader did not queue')
+    await w.worker.terminate()
+    assert.strictEqual(await within(read, 5000, 'the reader was not let in'), true, 'the reader was not told')
+    await reader.run(({ state }) => state.rw.releaseRead(), undefined, 5000)
+    assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+    assert.strictEqual(await rw.runWrite(() => rw.ownerDied), true, 'the first writer after the death was not told')
+    assert.strictEqual(await rw.runWrite(() => rw.ownerDied), false)
+  })
+
+  it('readers queued when a writer dies are let in together and every one of them is told; a reader that comes later is not', async () => {
+    for (let run = 0; run < 3; run++) {
+      const rw = new RWLock()
+      const readers = await started(openIn('rw', rw), openIn('rw', rw), openIn('rw', rw))
+      const w = exitHolding(rw, { mode: 'sync', go: new Int32Array(new SharedArrayBuffer(4)) })
+      await w.locked
+      const reads = readers.map((r) => r.run(({ state }) => state.rw.acquireReadSync()))
+      const promised = rw.acquireRead()
+      await until(() => rw.waiting === 4, 'the readers did not queue')
+      await w.worker.terminate()
+      const told = await within(Promise.all(reads), 5000, 'the readers were not let in')
+      const release = await within(promised, 5000, 'the promised reader was not let in')
+      assert.deepStrictEqual([...told, release.ownerDied], [true, true, true, true], `run ${run}: which readers were told`)
+      assert.strictEqual(rw.readers, 4)
+      const later = await rw.acquireRead()
+      assert.strictEqual(later.ownerDied, false, 'a reader that came after the batch')
+      later()
+      release()
+      for (const r of readers) await r.run(({ state }) => state.rw.releaseRead(), undefined, 5000)
+      for (const r of readers) await r.terminate()
+      assert.deepStrictEqual(state(rw), { readers: 0, writer: null, waiting: 0 })
+    }
+  })
+
   it('readers are owners: a reader that dies holding read locks gives them back, and the next writer is told', async () => {
     const rw = new RWLock()
     const [w] = await started(openIn('rw', rw))
