@@ -625,6 +625,13 @@ export declare class RWLock {
   readonly writer: number | null
   /** Requests waiting at this moment, in all threads. */
   readonly waiting: number
+  /**
+   * True while the lock is held (by a writer or readers) and a holder died
+   * since a writer last released it: the data may be half updated. The way
+   * `tryAcquireWrite()` and `runWrite()` tell their writer; cleared by the
+   * writer's release.
+   */
+  readonly ownerDied: boolean
 
   /**
    * Takes a read lock if that is possible without waiting.

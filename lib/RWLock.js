@@ -69,6 +69,18 @@ class RWLock extends SharedSlot {
   /** Requests waiting, in all threads. */
   get waiting () { return native.waiterCount(this.#i32, 0) }
 
+  /**
+   * True while the lock is held (by a writer or readers) and a holder died
+   * since the last writer released it: the data it protects may be half
+   * updated. Every write-acquire form is told through it, also
+   * tryAcquireWrite() and runWrite(), which have no other channel; the
+   * release of the writer holding it clears it.
+   */
+  get ownerDied () {
+    const v = this.#word.value
+    return (v & (WRITER | MASK)) !== 0 && this.#word.ownerDied
+  }
+
   // A running writer takes a word without readers or writer even while
   // others wait, unless one of its own write requests waits.
   #fastWrite () {
