@@ -770,7 +770,9 @@ export declare class ConditionVariable {
    * @param lock an AsyncLock held by this thread
    * @param options `{ timeout }` in milliseconds
    * @returns `'ok'` or `'timed-out'`
-   * @throws {LockError} `ENOTOWNER` if this thread does not hold `lock`
+   * @throws {LockError} `ENOTOWNER` if this thread does not hold `lock`;
+   *   `EDEADLK`, before anything changes, if this thread has a request of
+   *   its own queued for `lock`
    */
   waitSync (lock: AsyncLock, options?: SyncOptions): 'ok' | 'timed-out'
 

@@ -34,7 +34,17 @@ const { LockWord } = require('./LockWord')
 
 const { GATE_LOCK, LOCK_ID_MASK: ID_MASK } = native.constants
 
+// Whether an AsyncLock object has promise requests of this thread waiting
+// in its own queue (set in the class's static block, which may read the
+// private field): ConditionVariable.waitSync must refuse before it releases
+// a lock that such a request would get.
+let hasQueued
+
 class AsyncLock extends SharedSlot {
+  static {
+    hasQueued = (lock) => lock.#queue.size !== 0
+  }
+
   #i32
   #word
   #queue = new ThreadQueue()
@@ -262,4 +272,4 @@ class AsyncLock extends SharedSlot {
   }
 }
 
-module.exports = { AsyncLock }
+module.exports = { AsyncLock, hasQueued: (lock) => hasQueued(lock) }

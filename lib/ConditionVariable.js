@@ -12,11 +12,11 @@
 // the condition.
 
 const { SharedSlot } = require('./SharedSlot')
-const { AsyncLock } = require('./AsyncLock')
+const { AsyncLock, hasQueued } = require('./AsyncLock')
 const gate = require('./gate')
 const native = require('./native')
 const { describe, readSyncOptions, readAsyncOptions } = require('./validate')
-const { notOwnerError, abortError } = require('./errors')
+const { notOwnerError, abortError, deadlockError } = require('./errors')
 
 const { add, load } = Atomics
 
@@ -51,6 +51,13 @@ class ConditionVariable extends SharedSlot {
   waitSync (lock, options) {
     readHeldLock(lock, 'ConditionVariable.waitSync')
     const timeout = readSyncOptions(options, 'ConditionVariable.waitSync')
+    // A request of this thread queued for the lock (in the object, or in
+    // the core through another object on the word) would be given the lock
+    // that the wait releases, and the blocking lock() after the wait could
+    // never take it back: refuse before anything changes.
+    if (hasQueued(lock) || native.gateQueued(new Int32Array(lock.buffer, lock.byteOffset, 1), 0, native.selfId)) {
+      throw deadlockError('ConditionVariable.waitSync', 'this thread has a request of its own queued for the lock, which would get the lock this wait releases, so the wait could never take it back')
+    }
     const seq = load(this.#i32, 0)
     lock.unlock()
     let result

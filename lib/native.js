@@ -44,6 +44,7 @@ module.exports = {
   gateAcquire: binding.gateAcquire,
   gateAcquireAsync: binding.gateAcquireAsync,
   gateRelease: binding.gateRelease,
+  gateQueued: binding.gateQueued,
   // The process-wide table of named locks.
   namedInit: binding.namedInit,
   namedRequest: binding.namedRequest,

@@ -348,6 +348,25 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
   return tl__start(env, e, n, r, argv[0], with_token);
 }
 
+/* gateQueued(i32, index, id) -> whether thread `id` has a request queued
+ * for that gate word. */
+static napi_value
+tl_napi_gate_queued(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3], result;
+  void *addr;
+  int width;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &id));
+  TL_NAPI_CALL(env,
+               napi_get_boolean(env, tl_gate_queued(addr, id) != 0, &result));
+  return result;
+}
+
 /* cancel(token) -> true if the request (a wait or a gate request) was
  * withdrawn before a notify or grant; its promise then resolves with
  * TL_RESULT_INTERRUPTED, which the caller ignores. */
@@ -514,6 +533,7 @@ NAPI_MODULE_INIT()
     { "gateAcquire", tl_napi_gate_acquire },
     { "gateAcquireAsync", tl_napi_gate_acquire_async },
     { "gateRelease", tl_napi_gate_release },
+    { "gateQueued", tl_napi_gate_queued },
     { "register", tl_napi_register },
     { "isDetached", tl_napi_is_detached },
     { "setSpin", tl_napi_set_spin },

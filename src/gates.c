@@ -270,6 +270,18 @@ tl_gate_abandon(tl_waiter_t *w)
   tl_mutex_unlock(&b->lock);
 }
 
+int
+tl_gate_queued(int32_t *word, uint32_t id)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  int queued;
+
+  tl_mutex_lock(&b->lock);
+  queued = tl__queued(b, (uintptr_t)word, id);
+  tl_mutex_unlock(&b->lock);
+  return queued;
+}
+
 /* The words of bucket `b` that `id` holds and others wait for pass to their
  * oldest waiters. Expects b->lock. Returns 1 if it changed the queue. */
 static int

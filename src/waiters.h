@@ -239,6 +239,11 @@ int tl_gate_retry_async(tl_waiter_t *w);
  * on. No-op for a request that is still asleep or already gone. */
 void tl_gate_abandon(tl_waiter_t *w);
 
+/* Whether thread `id` has a request queued (asleep or woken) for the gate
+ * word at `word`: a blocking request of that thread could never be
+ * granted then (EDEADLK). */
+int tl_gate_queued(int32_t *word, uint32_t id);
+
 /* The registry of live lock owners (owners.c). Registering returns 0 or
  * TL_ENOMEM. Unregistering (gates.c) forgets the id and recovers what it
  * still holds: each lock and write lock passes to its first waiter marked

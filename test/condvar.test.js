@@ -59,6 +59,36 @@ describe('ConditionVariable (one thread)', () => {
     lock.unlock()
   })
 
+  it('waitSync with a request of this thread queued for the lock throws EDEADLK before it releases anything', async () => {
+    const cases = {
+      'acquire() on the same object': (lock) => lock.acquire(),
+      'acquire() on a second object of the same word': (lock) => AsyncLock.from(lock.handle).acquire()
+    }
+    for (const [name, queue] of Object.entries(cases)) {
+      const lock = new AsyncLock()
+      const cv = new ConditionVariable()
+      lock.lock()
+      let granted = false
+      const mine = queue(lock).then((release) => { granted = true; return release })
+      let err
+      try {
+        cv.waitSync(lock, { timeout: 50 })
+      } catch (e) {
+        err = e
+      }
+      assertCode(err, 'EDEADLK')
+      assert.match(err.message, /^ConditionVariable\.waitSync: /)
+      await sleep(10)
+      assert.strictEqual(granted, false, `${name}: the queued request was granted: waitSync released the lock`)
+      assert.strictEqual(lock.owner, threadId, name)
+      assert.strictEqual(cv.waiting, 0, name)
+      lock.unlock()
+      const release = await within(mine, 5000, `${name}: the queued request was not granted after the release`)
+      release()
+      assert.strictEqual(lock.locked, false, name)
+    }
+  })
+
   it('wait: releases the lock while waiting and holds it again when it resolves', async () => {
     const cv = new ConditionVariable()
     const lock = new AsyncLock()
