@@ -408,7 +408,9 @@ export declare class AsyncLock {
   readonly waiting: number
   /**
    * True while the lock is held by a thread that took it over from a thread
-   * that died holding it. Cleared by the next release.
+   * that died holding it, or still by a dead thread that no request has
+   * taken it over from yet (`locked` and `owner` then name the dead
+   * thread). Cleared by the next release.
    */
   readonly ownerDied: boolean
 
@@ -627,7 +629,9 @@ export declare class RWLock {
   readonly waiting: number
   /**
    * True while the lock is held (by a writer or readers) and a holder died
-   * since a writer last released it: the data may be half updated. The way
+   * since a writer last released it, or while `writer` is a dead thread
+   * that no request has taken the lock over from yet: the data may be half
+   * updated. The way
    * `tryAcquireWrite()` and `runWrite()` tell their writer; cleared by the
    * writer's release.
    */

@@ -116,11 +116,16 @@ class AsyncLock extends SharedSlot {
 
   /**
    * True while the lock is held by a thread that took it over from one that
-   * died holding it: the data it protects may be half updated. Cleared by
-   * the next release. (A free word may carry the news for its next holder,
-   * when a grant that carried it was never used: src/lock.c, I6.)
+   * died holding it, or still by a dead thread that nobody has taken it
+   * over from yet (the next request does): the data it protects may be half
+   * updated. Cleared by the next release. (A free word may carry the news
+   * for its next holder, when a grant that carried it was never used:
+   * src/lock.c, I6.)
    */
-  get ownerDied () { return this.locked && this.#word.ownerDied }
+  get ownerDied () {
+    const id = this.#word.value & ID_MASK
+    return id !== 0 && (this.#word.ownerDied || !native.threadAlive(id))
+  }
 
   #fast () {
     if (!this.#word.fast()) return false

@@ -71,14 +71,16 @@ class RWLock extends SharedSlot {
 
   /**
    * True while the lock is held (by a writer or readers) and a holder died
-   * since the last writer released it: the data it protects may be half
-   * updated. Every write-acquire form is told through it, also
-   * tryAcquireWrite() and runWrite(), which have no other channel; the
-   * release of the writer holding it clears it.
+   * since the last writer released it, or while the writer holding it is a
+   * dead thread that nobody has taken it over from yet (the next request
+   * does): the data it protects may be half updated. Every write-acquire
+   * form is told through it, also tryAcquireWrite() and runWrite(), which
+   * have no other channel; the release of the writer holding it clears it.
    */
   get ownerDied () {
     const v = this.#word.value
-    return (v & (WRITER | MASK)) !== 0 && this.#word.ownerDied
+    if ((v & (WRITER | MASK)) === 0) return false
+    return this.#word.ownerDied || ((v & WRITER) !== 0 && !native.threadAlive(v & MASK))
   }
 
   // A running writer takes a word without readers or writer even while

@@ -45,6 +45,8 @@ module.exports = {
   gateAcquireAsync: binding.gateAcquireAsync,
   gateRelease: binding.gateRelease,
   gateQueued: binding.gateQueued,
+  // Whether a lock owner id (threadId + 1) is a live thread.
+  threadAlive: binding.threadAlive,
   // The process-wide table of named locks.
   namedInit: binding.namedInit,
   namedRequest: binding.namedRequest,

@@ -367,6 +367,20 @@ tl_napi_gate_queued(napi_env env, napi_callback_info info)
   return result;
 }
 
+/* threadAlive(id) -> whether lock owner `id` is a live thread (one that
+ * registered and has not been torn down). */
+static napi_value
+tl_napi_thread_alive(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], result;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[0], &id));
+  TL_NAPI_CALL(env, napi_get_boolean(env, tl_thread_alive(id) != 0, &result));
+  return result;
+}
+
 /* cancel(token) -> true if the request (a wait or a gate request) was
  * withdrawn before a notify or grant; its promise then resolves with
  * TL_RESULT_INTERRUPTED, which the caller ignores. */
@@ -534,6 +548,7 @@ NAPI_MODULE_INIT()
     { "gateAcquireAsync", tl_napi_gate_acquire_async },
     { "gateRelease", tl_napi_gate_release },
     { "gateQueued", tl_napi_gate_queued },
+    { "threadAlive", tl_napi_thread_alive },
     { "register", tl_napi_register },
     { "isDetached", tl_napi_is_detached },
     { "setSpin", tl_napi_set_spin },

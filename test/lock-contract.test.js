@@ -791,6 +791,54 @@ describe('a terminated reader gives its read lock back: a writer gets the lock, 
   })
 })
 
+describe('a holder that died with nobody waiting is reported as dead at once, before any request', function () {
+  endWorkers()
+  this.timeout(30000)
+
+  // The worker takes the lock and ends holding it, on its own or by
+  // terminate(); nobody waits. The getters must say so before the next
+  // request takes the lock over (which is told ownerDied as well).
+  for (const end of ['exits', 'is terminated']) {
+    it(`AsyncLock: the holder ${end}: ownerDied is true while locked and owner name it`, async () => {
+      const lock = track(new AsyncLock())
+      const [w] = await started(openIn('lock', lock))
+      await w.run(({ state }) => state.lock.lock(), undefined, 5000)
+      assert.strictEqual(lock.ownerDied, false, 'a live holder')
+      if (end === 'exits') {
+        await w.run(() => { setImmediate(() => process.exit(0)) }, undefined, 5000)
+        await w.join()
+      } else {
+        await w.terminate()
+      }
+      assert.strictEqual(lock.locked, true)
+      assert.strictEqual(lock.owner, w.threadId)
+      assert.strictEqual(lock.ownerDied, true, 'the dead holder looks alive')
+      lock.lock()
+      assert.strictEqual(lock.ownerDied, true, 'the thread that took it over')
+      lock.unlock()
+      assert.deepStrictEqual([lock.locked, lock.owner, lock.ownerDied], [false, null, false])
+    })
+
+    it(`RWLock: the writer ${end}: ownerDied is true while writer names it`, async () => {
+      const rw = new RWLock()
+      const [w] = await started(openIn('rw', rw))
+      await w.run(({ state }) => state.rw.acquireWriteSync(), undefined, 5000)
+      assert.strictEqual(rw.ownerDied, false, 'a live writer')
+      if (end === 'exits') {
+        await w.run(() => { setImmediate(() => process.exit(0)) }, undefined, 5000)
+        await w.join()
+      } else {
+        await w.terminate()
+      }
+      assert.strictEqual(rw.writer, w.threadId)
+      assert.strictEqual(rw.ownerDied, true, 'the dead writer looks alive')
+      assert.strictEqual(rw.acquireWriteSync(), true)
+      rw.releaseWrite()
+      assert.deepStrictEqual([rw.writer, rw.readers, rw.ownerDied], [null, 0, false])
+    })
+  }
+})
+
 describe('a grant that told ownerDied and was never used tells the next holder', function () {
   endWorkers()
   this.timeout(30000)

@@ -489,6 +489,7 @@ describe('RWLock across threads', function () {
       const w = exitHolding(rw, { mode: 'sync' })
       await w.locked
       assert.strictEqual(await within(w.exited, 10000, 'the worker did not exit'), 0)
+      assert.strictEqual(rw.ownerDied, true, `${name}: rw.ownerDied while the dead writer's word is held`)
       assert.strictEqual(await take(), true, `${name}: the writer after the dead one was not told`)
       const release = await rw.acquireWrite()
       assert.strictEqual(release.ownerDied, false, `${name}: the writer after the told one`)
