@@ -87,6 +87,26 @@ describe('threadlock/host in one process', function () {
     await b.close()
   })
 
+  it('request()\'s timeout never expires early, also after a busy event loop (performance.now())', async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    const held = a.requestSync('early')
+    const early = []
+    for (let round = 0; round < 20; round++) {
+      const end = performance.now() + 5
+      while (performance.now() < end); // the loop's cached clock falls behind
+      const t0 = performance.now()
+      const err = await b.request('early', { timeout: 1.5 }, () => 'never').then(() => null, (e) => e)
+      const took = performance.now() - t0
+      assert.ok(err instanceof LockError && err.code === 'ETIMEDOUT', `round ${round}: ${err}`)
+      if (took < 1.5) early.push(took.toFixed(3))
+    }
+    assert.deepStrictEqual(early, [], 'ETIMEDOUT of a 1.5 ms timeout came after these ms')
+    held.release()
+    await a.close()
+    await b.close()
+  })
+
   it('close() rejects waiting requests, aborts held locks and frees everything in the table', async () => {
     const a = createLockManager({ path: dir })
     const b = createLockManager({ path: dir })
