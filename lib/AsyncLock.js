@@ -32,7 +32,7 @@ const { deadlockError, timeoutError } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
 const { LockWord } = require('./LockWord')
 
-const { GATE_LOCK, LOCK_ID_MASK: ID_MASK } = native.constants
+const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_BARGE } = native.constants
 
 class AsyncLock extends SharedSlot {
   #i32
@@ -160,7 +160,10 @@ class AsyncLock extends SharedSlot {
       return
     }
     this.#held = false
-    this.#send(next)
+    // The lock was handed over, or freed for a woken request on its way
+    // (src/lock.c, I7): the next request queues behind the waiters instead
+    // of taking the free word before them.
+    this.#send(next, false)
   }
 
   // Resolves `req`, whose thread now holds the lock through this object.
@@ -187,15 +190,16 @@ class AsyncLock extends SharedSlot {
     if (next !== null && !next.native && !(this.#held && this.#word.mine)) this.#send(next)
   }
 
-  // Sends `req`, first in this thread's queue, to the core.
-  #send (req) {
+  // Sends `req`, first in this thread's queue, to the core; with `barge`
+  // false it takes a free word only when nobody waits.
+  #send (req, barge = true) {
     req.native = true
     this.#queue.unwatch(req)
     const o = req.options
     const timeout = gate.remaining(req.deadline)
     const p = timeout === 0 && o.timeout !== 0
       ? Promise.reject(timeoutError(o.timeout, req.where))
-      : gate.gateAsync(this.#i32, 0, GATE_LOCK, this.#word.flags,
+      : gate.gateAsync(this.#i32, 0, GATE_LOCK, barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE,
         timeout === o.timeout ? o : { ...o, timeout }, req.where)
     p.then((ownerDied) => {
       this.#queue.remove(req)

@@ -13,13 +13,18 @@
 //   word's bucket lock: whom to wake, when to hand the lock over.
 //
 // One shortcut repeats a decision of the core without asking it: every
-// release through the core also tells how long until the oldest queued
-// request will have waited POLICY_STARVING_NS. The oldest request only
-// gets younger as requests leave, so until that moment a release that
-// finds a woken request on its way (LOCK_WOKEN) within the holder's slice
-// is one the core would answer by freeing the word and waking nobody: the
-// holder frees it with one compare-exchange instead. A release that asks
-// to keep the lock for the holder's own next request is kept the same way.
+// release through the core also tells how long until the waiter that the
+// next release would serve (src/lock.c, I7: the oldest that can take the
+// lock up at once, never an event-loop request on its way) will have
+// waited POLICY_STARVING_NS. While a woken request is on its way
+// (LOCK_WOKEN), no waiter older than that one becomes one a release would
+// serve (a request becomes so only when its thread comes to try, which
+// clears LOCK_WOKEN), so until that moment a release within the holder's
+// slice that finds LOCK_WOKEN is one the core would answer by freeing the
+// word and waking nobody: the holder frees it with one compare-exchange
+// instead. A release that asks to keep the lock for the holder's own next
+// request is kept the same way, on the same condition; with waiters
+// queued and none woken it asks the core.
 //
 // The slice: while others wait, the holder counts its releases in a row
 // (each is a grant it took while others waited); once it has made
@@ -37,7 +42,8 @@ const {
   GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED, LOCK_WAITERS, LOCK_WOKEN,
   LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF, LOCK_KEEP: KEEP, RESULT_ACQUIRED: KEPT,
   RW_WRITER, RW_MASK, RW_OWNER_DIED, GATE_WRITE,
-  POLICY_SLICE_GRANTS: SLICE_GRANTS, POLICY_SLICE_NS
+  POLICY_SLICE_GRANTS: SLICE_GRANTS, POLICY_SLICE_NS,
+  LOCK_SHORTCUT_MASK, WRITE_SHORTCUT_MASK, SHORTCUT_IF
 } = constants
 const SLICE_MS = POLICY_SLICE_NS / 1e6
 
@@ -46,8 +52,8 @@ const SLICE_MS = POLICY_SLICE_NS / 1e6
 // writer's id; readers are counted in the same field while the bit is
 // clear, so a word with readers has a nonzero owner field here too).
 const KINDS = {
-  lock: { gate: GATE_LOCK, tag: 0, mask: ID_MASK, died: LOCK_OWNER_DIED, where: 'AsyncLock.unlock' },
-  write: { gate: GATE_WRITE, tag: RW_WRITER, mask: RW_WRITER | RW_MASK, died: RW_OWNER_DIED, where: 'RWLock.releaseWrite' }
+  lock: { gate: GATE_LOCK, tag: 0, mask: ID_MASK, died: LOCK_OWNER_DIED, shortcut: LOCK_SHORTCUT_MASK, where: 'AsyncLock.unlock' },
+  write: { gate: GATE_WRITE, tag: RW_WRITER, mask: RW_WRITER | RW_MASK, died: RW_OWNER_DIED, shortcut: WRITE_SHORTCUT_MASK, where: 'RWLock.releaseWrite' }
 }
 // Somebody waits: queued in the core, or woken and on the way.
 const WAITING = LOCK_WAITERS | LOCK_WOKEN
@@ -106,7 +112,7 @@ class LockWord {
     // One clock reading serves the slice and the starvation check.
     const now = performance.now()
     const inSlice = this.#inSlice(now)
-    if (inSlice && (v & (WAITING | this.#kind.died)) === WAITING && this.#noneStarves(now) &&
+    if (inSlice && (v & this.#kind.shortcut) === SHORTCUT_IF && this.#noneStarves(now) &&
       compareExchange(this.#i32, 0, v, v & ~this.#mask) === v) return
     this.#release(inSlice ? 0 : HANDOFF)
   }
@@ -122,7 +128,7 @@ class LockWord {
     if ((v & (WAITING | this.#kind.died)) === 0) return true
     const now = performance.now()
     const inSlice = this.#inSlice(now)
-    if (inSlice && (v & this.#kind.died) === 0 && this.#noneStarves(now)) return true
+    if (inSlice && (v & this.#kind.shortcut) === SHORTCUT_IF && this.#noneStarves(now)) return true
     return this.#release(KEEP | (inSlice ? 0 : HANDOFF)) === KEPT
   }
 

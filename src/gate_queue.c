@@ -84,5 +84,6 @@ void
 tl__gate_wake(tl_waiter_t *w)
 {
   w->granted = 0;
+  w->present = 0;
   tl__finish(w, TL_WOKEN);
 }

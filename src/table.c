@@ -264,6 +264,8 @@ tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
   sw->base.parked = 0;
   sw->base.is_async = 0;
   sw->base.settle = NULL;
+  sw->base.on_loop = 0;
+  sw->base.present = 0;
 }
 
 int
@@ -304,6 +306,8 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
   w->parked = 0;
   w->is_async = 1;
   w->settle = settle;
+  w->on_loop = 1;
+  w->present = 0;
 }
 
 int

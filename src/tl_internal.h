@@ -105,6 +105,7 @@ int tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate,
 void tl__lock_left(tl_bucket_t *b, tl_waiter_t *w);
 void tl__lock_owner_died(tl_bucket_t *b, uintptr_t addr, int gate);
 void tl__courtesy_wait(const tl_waiter_t *w);
+tl_waiter_t *tl__lock_target(tl_bucket_t *b, uintptr_t addr, int fifo);
 
 /* rwlock.c: readers, and the grants of a read-write lock's queue. */
 int tl__read_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self);

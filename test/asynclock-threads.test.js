@@ -180,9 +180,13 @@ describe('AsyncLock across threads', function () {
     // Every request queues at least one poll of a millisecond after the one
     // before it, and the releases come later still: each release finds the
     // oldest waiter starving, so it hands the lock over, even when the
-    // holder (the main thread) has queued requests of its own.
+    // holder (the main thread) has queued requests of its own. A hand-off
+    // goes to the oldest waiter that can take the lock up at once
+    // (src/lock.c, I7): worker 1's blocking lock(), then worker 3's, while
+    // worker 2's promise request, asleep in its event loop, is called to
+    // come and is served next; then worker 4's, then this thread's own.
     assert.ok(lockPolicy.starvationMs <= 1)
-    assert.deepStrictEqual(await grantOrder(lock), [1, 2, 3, 4, 5, 6])
+    assert.deepStrictEqual(await grantOrder(lock), [1, 3, 2, 4, 5, 6])
     assert.strictEqual(lock.locked, false)
   })
 

@@ -62,7 +62,7 @@
 #define IL_MAX_THREADS 3
 /* The id of the thread that takes over a dead owner's word at the end. */
 #define IL_JANITOR (IL_MAX_THREADS + 1)
-#define IL_MAX_OPS 6
+#define IL_MAX_OPS 8
 #define IL_MAX_DEPTH 128
 #define IL_NOTE_MAX 4096
 #define IL_MAX_KINDS 8
@@ -207,6 +207,22 @@ static const il_scenario_t il_scenarios[] = {
     "a reader dies with a read lock and a read request queued behind a "
     "writer",
     0 },
+  { "lock-loop-busy", IL_WORD_LOCK,
+    "acq rel | acq rel acq tick relh acq rel | park acq rel",
+    "an event loop's request woken and on its way while its loop is busy: "
+    "a barging thread's releases and a parked waiter that starves behind "
+    "it (issue 24, item 1)",
+    0 },
+  { "lock-loop-came", IL_WORD_LOCK,
+    "acq tick rel | acq rel acq rel | park acq rel",
+    "an event loop's request that came, found the lock taken and starves "
+    "is served at the next release, before a parked waiter behind it",
+    0 },
+  { "rw-loop-busy", IL_WORD_RW,
+    "acqW relW | acqW relW acqW tick relhW | park acqW relW",
+    "the same for writers: a woken promise writer on its way, a barging "
+    "writer, a parked writer that starves",
+    0 },
   { "sem-basic", IL_WORD_SEM, "acq1 rel1 acq2 rel2 | acq2 rel2 | acq1 rel1",
     "1- and 2-permit requests of 2 permits barge, queue and are woken", 2 },
   { "sem-chain", IL_WORD_SEM, "acq2 rel2 acq1 rel1 | acq1 rel1 | acq1 rel1",
@@ -276,6 +292,11 @@ typedef struct {
   unsigned req_seq;    /* semaphore: the order in which requests queued */
   int starve_seen;     /* semaphore: a release came while its request was
                           first and starving */
+  int parked;          /* a blocking thread (script `park`): its requests
+                          are taken up at once; otherwise an event loop's
+                          promise requests, which may not run for long */
+  int came;            /* its event-loop request came to try, found the
+                          word taken and sleeps again: it may be served */
 } il_thread_t;
 
 typedef struct {
@@ -303,6 +324,7 @@ static struct {
   int news_owed;           /* a grant with OWNER_DIED died unused: the next
                               exclusive holder must be told (lock.c, I6) */
   int ticks;               /* IL_TICKs so far in this execution */
+  int releasing;           /* inside a lock or write release's core call */
   int reader_died;         /* a reader died holding; no writer told yet */
   int violated;
   const char *violation_kind;
@@ -493,6 +515,7 @@ il_woken(const il_thread_t *t)
 }
 
 static int il_starving(const il_thread_t *t);
+static void il_check_hand_off(const il_thread_t *t);
 
 /* What a thread holds: its delivered holds and a grant on its way to it. */
 static int
@@ -568,6 +591,10 @@ il_settle(tl_waiter_t *w)
                  t->n, w->granted ? "granted" : "woken");
     return;
   }
+  if (w->granted && il.releasing && il_exclusive(t->req_gate))
+    il_check_hand_off(t);
+  if (!w->granted)
+    t->came = 0;
   t->req = IL_REQ_SETTLED;
   if (w->granted && w->owner_died)
     il.dead_owner_reported = 1;
@@ -641,6 +668,14 @@ il_none_starves(const il_thread_t *t)
   return il_clock < t->starves_at;
 }
 
+/* The holder's shortcut, as lib/LockWord.js reads it: the same constants
+ * (waiters.h, exported to JavaScript as binding.constants). */
+static int32_t
+il_shortcut_mask(int gate)
+{
+  return gate == TL_GATE_LOCK ? TL_LOCK_SHORTCUT_MASK : TL_WRITE_SHORTCUT_MASK;
+}
+
 /* lib/LockWord.js unlock(): the compare-exchange release of a word that is
  * exactly the thread's own id; or, within the slice, of a word with a
  * woken request on its way while nobody starves (what the core would do).
@@ -651,7 +686,6 @@ static int
 il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
 {
   int32_t v = atomic_load(IL_WORD);
-  int32_t died = gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : TL_RW_OWNER_DIED;
   int in_slice;
 
   if (gate == TL_GATE_READ) {
@@ -664,9 +698,7 @@ il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
   }
   in_slice = il_in_slice(t, slice_over);
   *amount = TL_LOCK_BARGE | (in_slice ? 0 : TL_LOCK_HANDOFF);
-  if (in_slice &&
-      (v & (TL_GATE_WAITERS | TL_LOCK_WOKEN | died)) ==
-          (TL_GATE_WAITERS | TL_LOCK_WOKEN) &&
+  if (in_slice && (v & il_shortcut_mask(gate)) == TL_SHORTCUT_IF &&
       il_none_starves(t)) {
     int starving = il_starving(t);
     if (atomic_compare_exchange_strong(IL_WORD, &v, v & ~il_owner_mask(gate))) {
@@ -728,6 +760,10 @@ il_core_request(il_thread_t *t, int gate, int k)
   int r;
 
   tl_waiter_init_async(&t->w, il_settle);
+  /* The core tells a parked thread's request from an event loop's by this
+   * field alone (lock.c, I7); the checker delivers both when it likes. */
+  t->w.on_loop = (uint8_t)!t->parked;
+  t->came = 0;
   t->req = IL_REQ_CALLING;
   t->req_gate = gate;
   t->req_ticks = il.ticks;
@@ -770,8 +806,10 @@ il_core_deliver(il_thread_t *t)
     t->req = IL_REQ_NONE;
     il_hold(t, t->req_gate, r == TL_RESULT_OWNER_DIED, (int)t->w.amount, 1);
   } else if (r == TL_RESULT_PENDING) {
-    if (t->req == IL_REQ_CALLING)
+    if (t->req == IL_REQ_CALLING) {
       t->req = IL_REQ_QUEUED;
+      t->came = 1;
+    }
   } else {
     t->req = IL_REQ_NONE;
     il_violation("T%d's retry returned %s", t->n, il_result_str(r));
@@ -836,18 +874,53 @@ il_core_try(il_thread_t *t, int gate, int k)
                  t->req == IL_REQ_QUEUED ? "queued" : "woken");
 }
 
-/* Whether another thread's request has waited TL_POLICY_STARVING_NS: a
- * tick passed since it queued, and it is still queued or woken. */
+/* Whether the thread of `o`'s request can take up a grant at once (lock.c,
+ * I7): a parked thread's, or an event loop's that came to try and sleeps
+ * again. An event loop's request asleep since it queued, or woken and on
+ * its way, may not run for hundreds of milliseconds. */
+static int
+il_runs_at_once(const il_thread_t *o)
+{
+  return o->alive && ((o->parked && (o->req == IL_REQ_QUEUED || il_woken(o))) ||
+                      (o->came && o->req == IL_REQ_QUEUED));
+}
+
+/* Whether another thread's request that a release must serve has waited
+ * TL_POLICY_STARVING_NS: a tick passed since it queued, it is still queued
+ * or woken, and its thread can take the lock up at once. */
 static int
 il_starving(const il_thread_t *t)
 {
   for (int i = 0; i < il.nthreads; i++) {
     const il_thread_t *o = &il.t[i];
-    if (o != t && o->alive && (o->req == IL_REQ_QUEUED || il_woken(o)) &&
-        o->req_ticks < il.ticks)
+    if (o != t && il_runs_at_once(o) && o->req_ticks < il.ticks)
       return 1;
   }
   return 0;
+}
+
+/* A release handed the lock or write lock to `t` (inside the release, from
+ * the settle callback). I7: never to an event loop's request that is not
+ * there to take it up (its loop may be busy for long, and the lock would
+ * sit held meanwhile); I5: to the oldest request that can take it up. */
+static void
+il_check_hand_off(const il_thread_t *t)
+{
+  if (!t->parked && !t->came)
+    il_violation("a release handed the %s to T%d's event-loop request, "
+                 "whose thread has not come to take it (woken and on its "
+                 "way, or asleep since it queued): it would sit held for as "
+                 "long as that loop is busy",
+                 il_gate_str(t->req_gate), t->n);
+  for (int i = 0; i < il.nthreads; i++) {
+    const il_thread_t *o = &il.t[i];
+    if (o != t && il_runs_at_once(o) && il_exclusive(o->req_gate) &&
+        o->req_seq < t->req_seq)
+      il_violation("a release handed the %s to T%d while T%d, queued "
+                   "before it, could take it up at once: a hand-off goes "
+                   "to the oldest (I5)",
+                   il_gate_str(t->req_gate), t->n, o->n);
+  }
 }
 
 /* The bound the README promises: a release (of the lock or a write lock,
@@ -907,9 +980,13 @@ il_core_release(il_thread_t *t, int gate, uint32_t amount)
   }
   starving = gate != TL_GATE_READ && il_starving(t);
   int64_t left_ns = -1;
-  int r = gate == TL_GATE_READ
-              ? tl_gate_release(&il.word, gate, t->id, amount)
-              : tl_lock_release_ex(&il.word, gate, t->id, amount, &left_ns);
+  int r;
+
+  il.releasing = gate != TL_GATE_READ;
+  r = gate == TL_GATE_READ
+          ? tl_gate_release(&il.word, gate, t->id, amount)
+          : tl_lock_release_ex(&il.word, gate, t->id, amount, &left_ns);
+  il.releasing = 0;
 
   t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
   il_note("core release%s -> %s", amount & TL_LOCK_HANDOFF ? " (handoff)" : "",
@@ -928,10 +1005,14 @@ il_core_keep(il_thread_t *t, int gate)
 {
   int starving = il_starving(t);
   int64_t left_ns = -1;
-  int r = tl_lock_release_ex(&il.word, gate, t->id,
-                             TL_LOCK_BARGE | TL_LOCK_KEEP |
-                                 (il_in_slice(t, 0) ? 0 : TL_LOCK_HANDOFF),
-                             &left_ns);
+  int r;
+
+  il.releasing = 1;
+  r = tl_lock_release_ex(&il.word, gate, t->id,
+                         TL_LOCK_BARGE | TL_LOCK_KEEP |
+                             (il_in_slice(t, 0) ? 0 : TL_LOCK_HANDOFF),
+                         &left_ns);
+  il.releasing = 0;
 
   t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
   il_note("core release (keep) -> %s",
@@ -1411,8 +1492,9 @@ il_step(il_thread_t *t)
     }
     /* LockWord.keep: within the slice, nobody starving: what the core
      * would answer. (il_core_keep counts the slice's grant otherwise.) */
-    if (!(atomic_load(IL_WORD) & TL_LOCK_OWNER_DIED) && t->slice_ticks >= 0 &&
-        t->slice_ticks == il.ticks && il_none_starves(t)) {
+    if ((atomic_load(IL_WORD) & il_shortcut_mask(gate)) == TL_SHORTCUT_IF &&
+        t->slice_ticks >= 0 && t->slice_ticks == il.ticks &&
+        il_none_starves(t)) {
       if (il_starving(t))
         il_violation("T%d kept the lock for its own request while another "
                      "request had waited 1 ms",
@@ -1509,6 +1591,10 @@ il_parse(const il_scenario_t *sc)
       op.gate = TL_GATE_SEM;
       op.amount = (uint8_t)(tok[len - 1] - '0');
       tok[--len] = '\0';
+    }
+    if (strcmp(tok, "park") == 0) {
+      il.t[n].parked = 1;
+      continue;
     }
     if (strcmp(tok, "acq") == 0)
       op.kind = IL_ACQ;
@@ -1642,6 +1728,7 @@ il_execute(int prefix)
   il.seq = 0;
   il_clock = IL_CLOCK_START_NS;
   il.ticks = 0;
+  il.releasing = 0;
   il.reader_died = 0;
   il.violated = 0;
   il.dead_owner_reported = 0;
