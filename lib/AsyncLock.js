@@ -9,7 +9,7 @@
 // JavaScript; every other decision is the core's.
 //
 // A thread's own promise requests stay in order: only the oldest goes to
-// the core, the others wait in this object's ThreadQueue. When the thread
+// the core, the others wait in this thread's ThreadQueue for the word. When the thread
 // releases the lock while it has such requests, it asks the core whether it
 // may keep the lock for the next one (LockWord.keep): yes while its slice
 // lasts and no waiter starves, and then the next request is granted without
@@ -34,18 +34,44 @@ const { LockWord } = require('./LockWord')
 
 const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_BARGE } = native.constants
 
+// This thread's side of each lock word it has opened, by the word's address
+// (native.wordKey: the same for every buffer object and typed array on that
+// memory): the ThreadQueue of its promise requests, in the order it made
+// them, and whether it holds the lock through an AsyncLock (`held`). Every
+// AsyncLock object of this thread on the word shares it, so any of them may
+// release, and the thread's requests keep their order across objects. A
+// side lives as long as an object on the word does (the objects hold it;
+// the map only a weak reference); its typed array keeps the buffer, so the
+// address is not reused meanwhile.
+const sides = new Map()
+const sweep = new FinalizationRegistry((key) => {
+  const ref = sides.get(key)
+  if (ref !== undefined && ref.deref() === undefined) sides.delete(key)
+})
+
+function sideOf (i32) {
+  const key = native.wordKey(i32, 0)
+  const ref = sides.get(key)
+  let side = ref === undefined ? undefined : ref.deref()
+  if (side === undefined) {
+    side = { i32, queue: new ThreadQueue(), held: false }
+    sides.set(key, new WeakRef(side))
+    sweep.register(side, key)
+  }
+  return side
+}
+
 class AsyncLock extends SharedSlot {
   #i32
   #word
-  #queue = new ThreadQueue()
-  // Whether this object holds the lock: granted through it and not yet
-  // released. Two objects on one word in one thread each have their own
-  // queue, and only the holding one passes the lock to its own requests.
-  #held = false
+  // This thread's side of the word, shared by all its AsyncLock objects on
+  // it (sideOf): the queue of its promise requests, and whether it holds
+  // the lock through one of them.
+  #side
   // A request waiting in this thread's queue ended by its timer or signal.
   #drop = (req, err) => {
-    const first = this.#queue.first === req
-    if (!this.#queue.remove(req)) return
+    const first = this.#side.queue.first === req
+    if (!this.#side.queue.remove(req)) return
     req.reject(err)
     // The next request competes now, unless this object holds the lock,
     // whose release passes it on.
@@ -54,11 +80,11 @@ class AsyncLock extends SharedSlot {
   #release = () => this.unlock()
   // The promise form's requests, for the acquire skeleton (lib/gate.js).
   #gate = {
-    take: () => this.#queue.size === 0 && this.#fast() ? this.ownerDied : undefined,
+    take: () => this.#side.queue.size === 0 && this.#fast() ? this.ownerDied : undefined,
     attempt: () => this.tryLock() ? this.ownerDied : undefined,
     queue: (flags, o, where, release) => this.#word.fifo
       ? gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, where)
-        .then((ownerDied) => { this.#held = true; return gate.makeRelease(release, ownerDied) })
+        .then((ownerDied) => { this.#side.held = true; return gate.makeRelease(release, ownerDied) })
       : new Promise((resolve, reject) => this.#enqueue(new Request(o, where, resolve, reject)))
   }
 
@@ -78,6 +104,7 @@ class AsyncLock extends SharedSlot {
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, fifo)
+    this.#side = sideOf(this.#i32)
   }
 
   /** A structured-clonable description of the lock, with its mode. */
@@ -99,8 +126,8 @@ class AsyncLock extends SharedSlot {
 
   /** How many requests (sync or async, all threads) wait for the lock. */
   get waiting () {
-    const first = this.#queue.first
-    const local = first !== null && first.native ? this.#queue.size - 1 : this.#queue.size
+    const first = this.#side.queue.first
+    const local = first !== null && first.native ? this.#side.queue.size - 1 : this.#side.queue.size
     return native.waiterCount(this.#i32, 0) + local
   }
 
@@ -114,30 +141,30 @@ class AsyncLock extends SharedSlot {
 
   #fast () {
     if (!this.#word.fast()) return false
-    this.#held = true
+    this.#side.held = true
     return true
   }
 
   /** Blocks this thread until it holds the lock. */
   lock (options) {
-    if (options === undefined && this.#queue.size === 0 && this.#fast()) return
+    if (options === undefined && this.#side.queue.size === 0 && this.#fast()) return
     const timeout = readSyncOptions(options, 'AsyncLock.lock')
-    if (this.#queue.size === 0 && this.#fast()) return
-    if (this.#word.mine || this.#queue.size !== 0) {
+    if (this.#side.queue.size === 0 && this.#fast()) return
+    if (this.#word.mine || this.#side.queue.size !== 0) {
       throw deadlockError('AsyncLock.lock', 'this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
     }
     gate.gateSync(this.#i32, 0, GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
     this.#word.restart()
-    this.#held = true
+    this.#side.held = true
   }
 
   /** Takes the lock if that is possible without waiting. */
   tryLock () {
-    if (this.#queue.size !== 0) return false // this thread's older requests come first
+    if (this.#side.queue.size !== 0) return false // this thread's older requests come first
     if (this.#fast()) return true
     if (this.#word.mine) return false
     if (gate.gateTry(this.#i32, 0, GATE_LOCK, this.#word.flags) === undefined) return false
-    this.#held = true
+    this.#side.held = true
     return true
   }
 
@@ -147,19 +174,19 @@ class AsyncLock extends SharedSlot {
    * gets the lock directly.
    */
   unlock () {
-    const next = this.#queue.first
-    if (next === null || next.native || !this.#held) {
+    const next = this.#side.queue.first
+    if (next === null || next.native || !this.#side.held) {
       this.#word.unlock()
-      this.#held = false
+      this.#side.held = false
       if (next !== null && !next.native) this.#sendNext()
       return
     }
     if (this.#word.keep()) {
-      this.#queue.remove(next)
+      this.#side.queue.remove(next)
       this.#grant(next, false) // this thread keeps the lock
       return
     }
-    this.#held = false
+    this.#side.held = false
     // The lock was handed over, or freed for a woken request on its way
     // (src/lock.c, I7): the next request queues behind the waiters instead
     // of taking the free word before them.
@@ -168,7 +195,7 @@ class AsyncLock extends SharedSlot {
 
   // Resolves `req`, whose thread now holds the lock through this object.
   #grant (req, ownerDied) {
-    this.#held = true
+    this.#side.held = true
     req.resolve(gate.makeRelease(this.#release, ownerDied))
   }
 
@@ -176,25 +203,25 @@ class AsyncLock extends SharedSlot {
   // lock or has older requests, it waits here for the release that passes
   // the lock on; otherwise it goes to the core at once.
   #enqueue (req) {
-    if (this.#queue.size === 0 && !(this.#held && this.#word.mine)) {
-      this.#queue.push(req, undefined)
+    if (this.#side.queue.size === 0 && !(this.#side.held && this.#word.mine)) {
+      this.#side.queue.push(req, undefined)
       this.#send(req)
     } else {
-      this.#queue.push(req, this.#drop)
+      this.#side.queue.push(req, this.#drop)
     }
   }
 
   // Sends the oldest request, if it still waits here, to the core.
   #sendNext () {
-    const next = this.#queue.first
-    if (next !== null && !next.native && !(this.#held && this.#word.mine)) this.#send(next)
+    const next = this.#side.queue.first
+    if (next !== null && !next.native && !(this.#side.held && this.#word.mine)) this.#send(next)
   }
 
   // Sends `req`, first in this thread's queue, to the core; with `barge`
   // false it takes a free word only when nobody waits.
   #send (req, barge = true) {
     req.native = true
-    this.#queue.unwatch(req)
+    this.#side.queue.unwatch(req)
     const o = req.options
     const timeout = gate.remaining(req.deadline)
     const p = timeout === 0 && o.timeout !== 0
@@ -202,11 +229,11 @@ class AsyncLock extends SharedSlot {
       : gate.gateAsync(this.#i32, 0, GATE_LOCK, barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE,
         timeout === o.timeout ? o : { ...o, timeout }, req.where)
     p.then((ownerDied) => {
-      this.#queue.remove(req)
+      this.#side.queue.remove(req)
       this.#word.restart()
       this.#grant(req, ownerDied)
     }, (err) => {
-      this.#queue.remove(req)
+      this.#side.queue.remove(req)
       req.reject(err)
       // The next request of this thread competes now, unless this object
       // holds the lock, whose release passes it on.
@@ -231,7 +258,7 @@ class AsyncLock extends SharedSlot {
   // The promise API's common path; `where` names the public method in
   // error messages. May throw synchronously on bad options.
   #acquire (options, where) {
-    if (options === undefined && this.#queue.size === 0 && this.#fast()) {
+    if (options === undefined && this.#side.queue.size === 0 && this.#fast()) {
       return Promise.resolve(gate.makeRelease(this.#release, this.ownerDied))
     }
     const o = readAsyncOptions(options, where, true)
@@ -246,7 +273,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release)
+        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release)
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -257,7 +284,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release)
+      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release)
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {

@@ -213,6 +213,24 @@ tl_napi_waiter_count(napi_env env, napi_callback_info info)
   return tl__int(env, (int64_t)tl_waiter_count(addr));
 }
 
+/* wordKey(ta, index) -> the element's address, as a number: the same for
+ * every typed array, buffer object and thread that sees that memory, so
+ * that JavaScript can keep one thread's state per lock word (an address
+ * fits a double's 53 bits on every platform Node runs on). */
+static napi_value
+tl_napi_word_key(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2], r;
+  void *addr;
+  int width;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_create_double(env, (double)(uintptr_t)addr, &r));
+  return r;
+}
+
 static napi_value
 tl_napi_total_waiters(napi_env env, napi_callback_info info)
 {
@@ -509,6 +527,7 @@ NAPI_MODULE_INIT()
     { "notify", tl_napi_notify },
     { "waitAsync", tl_napi_wait_async },
     { "waiterCount", tl_napi_waiter_count },
+    { "wordKey", tl_napi_word_key },
     { "totalWaiters", tl_napi_total_waiters },
     { "cancel", tl_napi_cancel },
     { "gateAcquire", tl_napi_gate_acquire },

@@ -484,6 +484,12 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
     'AsyncLock.from(handle) twice': () => {
       const handle = new AsyncLock().handle
       return [AsyncLock.from(handle), AsyncLock.from(handle)]
+    },
+    // Two buffer objects on the same memory, as a handle posted twice to a
+    // worker arrives.
+    'AsyncLock.from() of a handle and of its structured clone': () => {
+      const handle = new AsyncLock().handle
+      return [AsyncLock.from(handle), AsyncLock.from(structuredClone(handle))]
     }
   }
   for (const [name, make] of Object.entries(pairs)) {
@@ -500,6 +506,40 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
       ra2()
       await within(b.runExclusive(() => {}, UNREF), 2000, 'b.runExclusive() never ran on a free lock')
       assert.strictEqual(a.locked, false)
+    })
+
+    it(`${name}: a request made through one while this thread holds the lock through it settles once the other releases`, async () => {
+      const [a, b] = make().map(track)
+      // Issue 24, 3.1: any code of the holding thread may release.
+      a.lock()
+      const p1 = a.acquire(UNREF)
+      b.unlock()
+      const r1 = await within(p1, 2000, 'a.acquire() never settled after b.unlock() released the lock')
+      r1()
+      assert.strictEqual(a.locked, false)
+      a.lock()
+      b.unlock()
+      b.lock()
+      const p2 = a.acquire(UNREF)
+      b.unlock()
+      const r2 = await within(p2, 2000, 'a.acquire() never settled after a.lock(), b.unlock(), b.lock(), b.unlock()')
+      r2()
+      assert.strictEqual(a.locked, false)
+      assert.strictEqual(a.waiting, 0)
+    })
+
+    it(`${name}: this thread's requests through both are granted in the order it made them`, async () => {
+      const [a, b] = make().map(track)
+      for (const holder of [a, b, null]) {
+        if (holder !== null) holder.lock()
+        const order = []
+        const runs = [[b, 'b1'], [a, 'a1'], [b, 'b2'], [a, 'a2']].map(([lock, tag]) =>
+          lock.runExclusive(() => { order.push(tag) }, UNREF))
+        if (holder !== null) holder.unlock()
+        await within(Promise.all(runs), 2000, 'the requests were not all granted')
+        assert.deepStrictEqual(order, ['b1', 'a1', 'b2', 'a2'], `holding through ${holder === a ? 'a' : holder === b ? 'b' : 'neither'}`)
+        assert.strictEqual(a.locked, false)
+      }
     })
 
     it(`${name}: the same, many rounds, while a worker contends`, async () => {
