@@ -37,7 +37,8 @@ const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_BARGE } = native.constants
 // This thread's side of each lock word it has opened, by the word's address
 // (native.wordKey: the same for every buffer object and typed array on that
 // memory): the ThreadQueue of its promise requests, in the order it made
-// them, and whether it holds the lock through an AsyncLock (`held`). Every
+// them, whether it holds the lock through an AsyncLock (`held`), and which
+// hold that is (`hold`, for the release functions). Every
 // AsyncLock object of this thread on the word shares it, so any of them may
 // release, and the thread's requests keep their order across objects. A
 // side lives as long as an object on the word does (the objects hold it;
@@ -49,12 +50,15 @@ const sweep = new FinalizationRegistry((key) => {
   if (ref !== undefined && ref.deref() === undefined) sides.delete(key)
 })
 
+// Numbers the holds of this thread (sides' `hold`: 0 when none).
+let holds = 0
+
 function sideOf (i32) {
   const key = native.wordKey(i32, 0)
   const ref = sides.get(key)
   let side = ref === undefined ? undefined : ref.deref()
   if (side === undefined) {
-    side = { i32, queue: new ThreadQueue(), held: false }
+    side = { i32, queue: new ThreadQueue(), held: false, hold: 0 }
     sides.set(key, new WeakRef(side))
     sweep.register(side, key)
   }
@@ -77,14 +81,20 @@ class AsyncLock extends SharedSlot {
     // whose release passes it on.
     if (first) this.#sendNext()
   }
-  #release = () => this.unlock()
+  // The release function's callee: ends the hold `hold` (named when the
+  // function was made, src: gate.makeRelease), or nothing once that hold
+  // has ended another way (unlock(), the same thread's other object): a
+  // spent release function never releases a later hold.
+  #release = Object.assign((hold) => {
+    if (hold === this.#side.hold) this.unlock()
+  }, { hold: () => this.#side.hold })
   // The promise form's requests, for the acquire skeleton (lib/gate.js).
   #gate = {
     take: () => this.#side.queue.size === 0 && this.#fast() ? this.ownerDied : undefined,
     attempt: () => this.tryLock() ? this.ownerDied : undefined,
     queue: (flags, o, where, release) => this.#word.fifo
       ? gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, where)
-        .then((ownerDied) => { this.#side.held = true; return gate.makeRelease(release, ownerDied) })
+        .then((ownerDied) => { this.#took(); return gate.makeRelease(release, ownerDied) })
       : new Promise((resolve, reject) => this.#enqueue(new Request(o, where, resolve, reject)))
   }
 
@@ -139,9 +149,21 @@ class AsyncLock extends SharedSlot {
    */
   get ownerDied () { return this.locked && this.#word.ownerDied }
 
+  // This thread now holds the lock through an AsyncLock: a new hold.
+  #took () {
+    this.#side.held = true
+    this.#side.hold = ++holds
+  }
+
+  // A release of the hold this thread has now, for a callback runner.
+  #releaseNow () {
+    const hold = this.#side.hold
+    return () => this.#release(hold)
+  }
+
   #fast () {
     if (!this.#word.fast()) return false
-    this.#side.held = true
+    this.#took()
     return true
   }
 
@@ -155,7 +177,7 @@ class AsyncLock extends SharedSlot {
     }
     gate.gateSync(this.#i32, 0, GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
     this.#word.restart()
-    this.#side.held = true
+    this.#took()
   }
 
   /** Takes the lock if that is possible without waiting. */
@@ -164,7 +186,7 @@ class AsyncLock extends SharedSlot {
     if (this.#fast()) return true
     if (this.#word.mine) return false
     if (gate.gateTry(this.#i32, 0, GATE_LOCK, this.#word.flags) === undefined) return false
-    this.#side.held = true
+    this.#took()
     return true
   }
 
@@ -178,6 +200,7 @@ class AsyncLock extends SharedSlot {
     if (next === null || next.native || !this.#side.held) {
       this.#word.unlock()
       this.#side.held = false
+      this.#side.hold = 0
       if (next !== null && !next.native) this.#sendNext()
       return
     }
@@ -187,6 +210,7 @@ class AsyncLock extends SharedSlot {
       return
     }
     this.#side.held = false
+    this.#side.hold = 0
     // The lock was handed over, or freed for a woken request on its way
     // (src/lock.c, I7): the next request queues behind the waiters instead
     // of taking the free word before them.
@@ -195,7 +219,7 @@ class AsyncLock extends SharedSlot {
 
   // Resolves `req`, whose thread now holds the lock through this object.
   #grant (req, ownerDied) {
-    this.#side.held = true
+    this.#took()
     req.resolve(gate.makeRelease(this.#release, ownerDied))
   }
 
@@ -273,7 +297,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release)
+        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#releaseNow())
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -284,7 +308,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release)
+      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#releaseNow())
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {

@@ -114,13 +114,20 @@ function remaining (deadline) {
   return left > 0 ? left : 0
 }
 
-/** The release function a promise form resolves with: idempotent, disposable. */
+/**
+ * The release function a promise form resolves with: idempotent,
+ * disposable. A lock whose holds have an identity gives `fn.hold()`, which
+ * names the hold granted now; `fn` is then called with it and releases that
+ * hold or nothing, so that a release function whose hold ended another way
+ * never releases a later one.
+ */
 function makeRelease (fn, ownerDied) {
   let released = false
+  const hold = fn.hold === undefined ? undefined : fn.hold()
   const release = () => {
     if (released) return
     released = true
-    fn()
+    fn(hold)
   }
   release[dispose] = release
   release.ownerDied = ownerDied

@@ -691,6 +691,40 @@ describe('a spent release function never releases another hold', function () {
     })
   }
 
+  // Issue 24, 3.9: the hold ended by the thread's other release API, not
+  // by the release function, which is then spent all the same.
+  for (const [name, make, acquire, release, stillHeld] of [
+    ['AsyncLock (unlock())', () => track(new AsyncLock()), (p) => p.acquire(), (p) => p.unlock(),
+      (p) => p.owner === threadId],
+    ['AsyncLock (the other object\'s unlock())', () => track(new AsyncLock()), (p) => p.acquire(),
+      (p) => AsyncLock.from(p.handle).unlock(), (p) => p.owner === threadId],
+    ['RWLock write (releaseWrite())', () => new RWLock(), (p) => p.acquireWrite(), (p) => p.releaseWrite(),
+      (p) => p.writer === threadId]
+  ]) {
+    it(`${name}: a release function whose hold was ended otherwise leaves a later hold in place`, async () => {
+      const p = make()
+      // Taken on the fast path, then queued behind this thread's own hold.
+      for (const form of ['free', 'queued']) {
+        const r0 = form === 'queued' ? await acquire(p) : null
+        const first = acquire(p)
+        if (r0 !== null) r0()
+        const r1 = await within(first, 2000, 'the first acquire() never settled')
+        release(p)
+        const r2 = await within(acquire(p), 2000, 'the second acquire() never settled')
+        try {
+          r1()
+        } catch (err) {
+          assert.ok(err instanceof Error)
+        }
+        assert.ok(stillHeld(p), `${name}, ${form}: the spent release function released the second hold`)
+        await null
+        assert.ok(stillHeld(p), `${name}, ${form}: the second hold was released`)
+        r2()
+        assert.ok(!stillHeld(p))
+      }
+    })
+  }
+
   for (const [name, make, mode, acquire, stillHeld] of [
     ['AsyncLock', () => new AsyncLock(), 'lock-loop', (p) => p.acquire(), (p) => p.owner === threadId],
     ['RWLock write', () => new RWLock(), 'rw-sync-loop', (p) => p.acquireWrite(), (p) => p.writer === threadId]
