@@ -204,17 +204,20 @@ class AsyncLock extends SharedSlot {
       if (next !== null && !next.native) this.#sendNext()
       return
     }
-    if (this.#word.keep()) {
+    if (this.#word.keepHere()) {
       this.#side.queue.remove(next)
       this.#grant(next, false) // this thread keeps the lock
       return
     }
+    // The core decides. The next request goes there first, while this
+    // thread holds the lock, where it takes its place by the time it was
+    // made (src/lock.c, I5); the release then passes the lock to it within
+    // the slice while no hand-off is due, or hands it to the oldest waiter
+    // that can take it up (this thread's request among them).
+    this.#send(next, false)
     this.#side.held = false
     this.#side.hold = 0
-    // The lock was handed over, or freed for a woken request on its way
-    // (src/lock.c, I7): the next request queues behind the waiters instead
-    // of taking the free word before them.
-    this.#send(next, false)
+    this.#word.unlock()
   }
 
   // Resolves `req`, whose thread now holds the lock through this object.
@@ -251,7 +254,7 @@ class AsyncLock extends SharedSlot {
     const p = timeout === 0 && o.timeout !== 0
       ? Promise.reject(timeoutError(o.timeout, req.where))
       : gate.gateAsync(this.#i32, 0, GATE_LOCK, barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE,
-        timeout === o.timeout ? o : { ...o, timeout }, req.where)
+        timeout === o.timeout ? o : { ...o, timeout }, req.where, performance.now() - req.madeAt)
     p.then((ownerDied) => {
       this.#side.queue.remove(req)
       this.#word.restart()

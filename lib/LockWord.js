@@ -40,7 +40,7 @@ const { notOwnerError } = require('./errors')
 
 const {
   GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED, LOCK_WAITERS, LOCK_WOKEN,
-  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF, LOCK_KEEP: KEEP, RESULT_ACQUIRED: KEPT,
+  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF,
   RW_WRITER, RW_MASK, RW_OWNER_DIED, GATE_WRITE,
   POLICY_SLICE_GRANTS: SLICE_GRANTS, POLICY_SLICE_NS,
   LOCK_SHORTCUT_MASK, WRITE_SHORTCUT_MASK, SHORTCUT_IF
@@ -118,18 +118,17 @@ class LockWord {
   }
 
   /**
-   * Asks to keep the lock, held by this thread, for the thread's own next
-   * request. True when it may (the lock stays held: a grant of the slice);
-   * false when the policy handed it over or freed it instead.
+   * Whether this thread may keep the lock for its own next request without
+   * asking the core: nobody waits, or the shortcut's condition (a woken
+   * request on its way, within the slice, nobody due). False: ask the core
+   * (release it, with the next request queued there first).
    */
-  keep () {
+  keepHere () {
     const v = load(this.#i32, 0)
     this.checkOwner(v)
     if ((v & (WAITING | this.#kind.died)) === 0) return true
     const now = performance.now()
-    const inSlice = this.#inSlice(now)
-    if (inSlice && (v & this.#kind.shortcut) === SHORTCUT_IF && this.#noneStarves(now)) return true
-    return this.#release(KEEP | (inSlice ? 0 : HANDOFF)) === KEPT
+    return (v & this.#kind.shortcut) === SHORTCUT_IF && this.#inSlice(now) && this.#noneStarves(now)
   }
 
   // Counts one grant of this thread's slice (`now`: performance.now());

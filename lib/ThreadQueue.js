@@ -25,6 +25,7 @@ class Request {
     this.resolve = resolve
     this.reject = reject
     this.deadline = deadlineOf(options.timeout)
+    this.madeAt = performance.now() // its first arrival, for the core's order
     this.native = false // sent to the core, which now times or withdraws it
     this.watched = false // timer, listener and reference are this queue's
     this.timer = undefined

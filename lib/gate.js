@@ -63,9 +63,11 @@ function settle (r, signal, onCode) {
 }
 
 // Promise gate request; resolves with whether the previous owner died.
-function gateAsync (i32, index, gate, amount, o, where) {
+// `waited`: milliseconds it has waited in its thread's queue already (it
+// takes its place in the core's queue by its first arrival).
+function gateAsync (i32, index, gate, amount, o, where, waited = 0) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
-  const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined)
+  const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined, waited)
   if (typeof r === 'number') return Promise.resolve(r === OWNER_DIED)
   // Nothing, and nothing thrown: the addon could not make the promise,
   // because this thread is being terminated (it undid the request).

@@ -158,7 +158,15 @@ int
 tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
                       uint32_t amount)
 {
+  return tl_gate_acquire_async_at(w, word, gate, id, amount, 0);
+}
+
+int
+tl_gate_acquire_async_at(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
+                         uint32_t amount, uint64_t waited_ns)
+{
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  uint64_t now;
   int r;
 
   if (!tl__valid_gate(gate, id, amount))
@@ -169,7 +177,10 @@ tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
   w->amount = amount;
   w->owner_died = 0;
   w->granted = 0;
-  w->since = 0;
+  /* A request that already waited takes its place by its first arrival
+   * (tl__gate_enqueue); 0 is "now". */
+  now = tl_now_ns();
+  w->since = waited_ns != 0 && waited_ns < now ? now - waited_ns : 0;
   w->present = 0;
   tl_mutex_lock(&b->lock);
   r = tl__gate_try(b, w, 1);
@@ -224,8 +235,8 @@ tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
    * whether it is due or not; a request that queues later starves
    * TL_POLICY_STARVING_NS from now at the earliest. */
   first = tl__first_gate_waiter(b, (uintptr_t)word);
-  if (first != NULL &&
-      tl__lock_target(b, (uintptr_t)word, !(flags & TL_LOCK_BARGE)) == NULL) {
+  if (first != NULL && tl__lock_target(b, (uintptr_t)word,
+                                       !(flags & TL_LOCK_BARGE), 0) == NULL) {
     *left_ns = TL_POLICY_STARVING_NS;
   } else if (first != NULL) {
     uint64_t waited = tl_now_ns() - first->since;

@@ -69,7 +69,14 @@
  *   I5  A release wakes the oldest waiter only, and hands the lock over
  *       to the oldest only, of those that can take it up at once in the
  *       default mode (I7): the queue's order is the order of first
- *       arrival, and a waiter keeps its place.
+ *       arrival, and a waiter keeps its place. A holder's own request that
+ *       waited in its thread's queue counts from when it was made: sent to
+ *       the core (before the holder releases) it is linked before the
+ *       waiters that came later (never before the woken first: I1). A
+ *       release passes the lock to the releasing thread's own queued
+ *       request while no hand-off is due (the in-thread pass), and counts
+ *       it among the waiters that can take the lock up at once (its thread
+ *       is running).
  *   I6  The news that an owner died reaches a holder that runs: only the
  *       release of a holder that was told (or a later one) clears the died
  *       bit. A grant with OWNER_DIED that its thread never uses (the thread
@@ -78,7 +85,8 @@
  *       the died bit on the free word, where the next taker finds it (the
  *       core, and JavaScript's barging compare-exchange, keep the bit).
  *   I7  In the default mode a release grants the lock only to a waiter
- *       that can take it up at once (parked, or present), and to the
+ *       that can take it up at once (parked, present, or the releasing
+ *       thread's own), and to the
  *       oldest of them (I5 among those); an event-loop request that is
  *       woken, or asleep since it queued, is never handed the lock, so its
  *       busy loop holds up nobody; it keeps its place at the head, and a
@@ -264,21 +272,27 @@ tl__lock_resume(tl_bucket_t *b, tl_waiter_t *w)
 }
 
 /* Whether the thread of the queued lock or write waiter `w` can take up a
- * grant at once: a parked thread (microseconds), or an event-loop request
+ * grant at once: a parked thread (microseconds), an event-loop request
  * whose thread came to try, found the word taken and sleeps again
- * (`present`). An event-loop request asleep since it queued, or woken and
- * on its way, may not run its loop for hundreds of milliseconds. */
+ * (`present`), or one of thread `self`, which is running: it releases
+ * now. An event-loop request asleep since it queued, or woken and on its
+ * way, may not run its loop for hundreds of milliseconds. */
 static int
-tl__runs_at_once(const tl_waiter_t *w)
+tl__runs_at_once(const tl_waiter_t *w, uint32_t self)
 {
-  return !w->on_loop || w->present;
+  return !w->on_loop || w->present || w->lock_id == self;
 }
 
 tl_waiter_t *
-tl__lock_target(tl_bucket_t *b, uintptr_t addr, int fifo)
+tl__lock_target(tl_bucket_t *b, uintptr_t addr, int fifo, uint32_t self)
 {
   tl_waiter_t *first = tl__first_gate_waiter(b, addr);
 
+#if defined(TL_INJECT_BUG) && TL_INJECT_BUG == 4
+  /* Injected bug 4 (test/c/run.sh): the oldest, whatever its thread does
+   * (before I7). */
+  fifo = 1;
+#endif
   /* The FIFO mode serves the oldest, whatever its thread does. */
   if (first == NULL || first->gate == TL_GATE_READ || fifo)
     return first;
@@ -287,7 +301,7 @@ tl__lock_target(tl_bucket_t *b, uintptr_t addr, int fifo)
   for (tl_waiter_t *w = first; w != NULL; w = tl__next_gate_waiter(w)) {
     if (w->gate == TL_GATE_READ)
       break;
-    if (tl__runs_at_once(w))
+    if (tl__runs_at_once(w, self))
       return w;
   }
   return NULL;
@@ -330,18 +344,32 @@ tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
    * send it round its loop again, where a busy loop may keep it long. I7:
    * a hand-off serves the oldest waiter that can take the lock up at once;
    * an event-loop request that cannot keeps its place ahead of it. */
-  target = tl__lock_target(b, addr, !(flags & TL_LOCK_BARGE));
+  target = tl__lock_target(b, addr, !(flags & TL_LOCK_BARGE), id);
   due = !(flags & TL_LOCK_BARGE) || (flags & TL_LOCK_HANDOFF) ||
         first->gate == TL_GATE_READ || (target != NULL && target->present) ||
         tl_now_ns() - first->since >= TL_POLICY_STARVING_NS;
-#ifdef TL_INJECT_BUG
-#if TL_INJECT_BUG == 3
+  /* The holder's own next request, queued in the core by its arrival
+   * (lib/AsyncLock.js sends it before it releases): within its slice, and
+   * while no hand-off is due, the holder passes the lock to it (the
+   * in-thread pass; I5 holds, since a hand-off that is due serves the
+   * oldest). */
+  if (!due && (flags & TL_LOCK_BARGE)) {
+    for (tl_waiter_t *q = first; q != NULL; q = tl__next_gate_waiter(q)) {
+      if (q->gate == TL_GATE_READ)
+        break;
+      if (q->lock_id == id && q->on_loop) {
+        target = q;
+        due = 1;
+        break;
+      }
+    }
+  }
+#if defined(TL_INJECT_BUG) && TL_INJECT_BUG == 3
   /* Injected bug 3 (test/c/run.sh): the hand-off skips the oldest. */
   if (due && target != NULL && target->gate != TL_GATE_READ &&
       tl__next_gate_waiter(target) != NULL &&
       tl__next_gate_waiter(target)->gate != TL_GATE_READ)
     target = tl__next_gate_waiter(target);
-#endif
 #endif
   if (!due && (flags & TL_LOCK_KEEP)) {
     atomic_store(word, v & ~died);

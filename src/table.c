@@ -74,6 +74,25 @@ tl__enqueue(tl_bucket_t *b, tl_waiter_t *w)
   b->count++;
 }
 
+/* Links `w` into the bucket's FIFO just before `at` (a linked waiter), or
+ * at the tail when `at` is NULL. Expects b->lock. */
+void
+tl__enqueue_before(tl_bucket_t *b, tl_waiter_t *w, tl_waiter_t *at)
+{
+  if (at == NULL) {
+    tl__enqueue(b, w);
+    return;
+  }
+  w->next = at;
+  w->prev = at->prev;
+  if (at->prev != NULL)
+    at->prev->next = w;
+  else
+    b->head = w;
+  at->prev = w;
+  b->count++;
+}
+
 /* Unlinks `w` from the bucket's FIFO. Expects b->lock. */
 void
 tl__unlink(tl_bucket_t *b, tl_waiter_t *w)

@@ -248,6 +248,12 @@ int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
 int tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
                        int64_t *left_ns);
 
+/* tl_gate_acquire_async for a request that already waited `waited_ns` in
+ * its thread's queue: it takes its place in the core's queue by its first
+ * arrival (before waiters that came later, never before a woken one). */
+int tl_gate_acquire_async_at(tl_waiter_t *w, int32_t *word, int gate,
+                             uint32_t id, uint32_t amount, uint64_t waited_ns);
+
 /* For an async gate waiter that its settle callback reported while it was
  * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED
  * or OWNER_DIED (it took the lock, or a release handed it over meanwhile), or

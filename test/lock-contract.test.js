@@ -332,8 +332,13 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
     const waiter = spawn('lock-waiter', lock, ctl)
     await until(() => Atomics.load(ctl, STARTED) === 1, 'the waiter did not start', 20000)
     // Hold first, so that the 20 requests below queue behind this thread's
-    // own hold and each release passes the lock to the next of them.
+    // own hold and each release passes the lock to the next of them. They
+    // are made once the waiter has queued: a request made earlier would
+    // come first by its arrival (src/lock.c, I5).
     const release = await lock.acquire()
+    spin(HOLD)
+    Atomics.add(ctl, SECTIONS, 1)
+    spinUntil(() => lock.waiting === 1, 10000)
     const runs = []
     for (let i = 0; i < 20; i++) {
       runs.push(lock.runExclusive(() => {
@@ -341,8 +346,6 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
         Atomics.add(ctl, SECTIONS, 1)
       }))
     }
-    spin(HOLD)
-    Atomics.add(ctl, SECTIONS, 1)
     release()
     await within(Promise.all(runs), 20000, 'the holder\'s requests were not all granted')
     check(await within(waiter.done, 10000, 'the waiter did not finish'), 'queued promise requests')
@@ -384,9 +387,9 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
       const holder = spawn(holderMode, lock, ctl, { holdMs: hold, rounds: Math.ceil(20000 / hold) })
       await until(() => Atomics.load(ctl, SECTIONS) >= 1, 'the holder did not start', 20000)
       for (let i = 0; i < 10; i++) {
+        const t0 = performance.now()
         const before = Atomics.load(ctl, SECTIONS)
         const wokenBefore = Atomics.load(ctl, WOKEN_SECTIONS)
-        const t0 = performance.now()
         const release = await within(take(lock), 5000, `request ${i} was never granted`)
         // A promise request is served at the first release after its event
         // loop ran (src/lock.c, I7): the holder's sections that ended while
@@ -1015,6 +1018,55 @@ describe('a thread\'s own requests are granted in the order it made them', funct
     Atomics.store(ctl, STOP, 1)
     await within(hammer.done, 10000, 'the hammer did not stop')
     assert.deepStrictEqual(failures, [])
+  })
+})
+
+describe('a holder\'s own request takes its place in the order of first arrival', function () {
+  endWorkers()
+  this.timeout(30000)
+
+  // Issue 24, 3.10. Worker 1 queues in lock(); then this thread, holding
+  // the lock, makes a promise request; then workers 2 and 3 queue in
+  // lock(). The release (worker 1 has starved: a hand-off is due) goes to
+  // worker 1. This thread's request arrived before workers 2 and 3: it
+  // must be granted before worker 3 at the latest. (It is asleep in its
+  // event loop when worker 1 releases, so worker 2, whose thread can take
+  // the lock up at once, may be handed it first, while this thread's
+  // request is called to come: src/lock.c, I7. The workers hold the lock
+  // 20 ms, so that this thread's loop comes meanwhile.)
+  it('AsyncLock: worker 1 lock(), this thread (holding) acquire(), workers 2 and 3 lock()', async () => {
+    const lock = track(new AsyncLock())
+    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const workers = await started(...[1, 2, 3].map(() => new TestWorker({ locks: [lock], data: { order } })))
+    const runs = []
+    const queueWorker = async (tag) => {
+      const n = lock.waiting + 1
+      runs.push(workers[tag - 1].run(({ locks, workerData }, tag) => {
+        locks[0].lock()
+        workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+        // Long enough for this thread's event loop to come meanwhile.
+        const end = performance.now() + 20
+        while (performance.now() < end);
+        locks[0].unlock()
+      }, tag, 20000))
+      await until(() => lock.waiting === n, `worker ${tag}'s request did not queue`)
+    }
+    lock.lock()
+    await queueWorker(1)
+    runs.push(lock.acquire(UNREF).then((release) => {
+      order[Atomics.add(order, 0, 1) + 1] = 9
+      release()
+    }))
+    await sleep(2) // the arrivals are apart on every clock
+    await queueWorker(2)
+    await queueWorker(3)
+    await sleep(3) // worker 1 starves
+    lock.unlock()
+    await within(Promise.all(runs), 10000, 'not every request was granted')
+    const got = [...order.subarray(1, 1 + order[0])]
+    assert.strictEqual(got[0], 1, `granted in the order ${got}`)
+    assert.ok(got.indexOf(9) < got.indexOf(3), `this thread's request was granted after worker 3's, which came later: ${got}`)
+    assert.strictEqual(lock.locked, false)
   })
 })
 
