@@ -10,11 +10,12 @@
 //
 // A thread's own promise requests stay in order: only the oldest goes to
 // the core, the others wait in this thread's ThreadQueue for the word. When the thread
-// releases the lock while it has such requests, it asks the core whether it
-// may keep the lock for the next one (LockWord.keep): yes while its slice
-// lasts and no waiter starves, and then the next request is granted without
-// a trip through the core or the event loop; otherwise the lock goes to the
-// oldest waiter and the thread's next request queues in the core.
+// releases the lock while it has such requests, it keeps the lock for the
+// next one where JavaScript can tell (LockWord.keepHere: nobody waits, or
+// the shortcut), and the next request is granted without a trip through
+// the core or the event loop; otherwise the next request goes to the core
+// first, by the time it was made, and the release lets the core pass the
+// lock to it (no hand-off due) or hand it to the oldest waiter.
 //
 // A release always releases: once it returns, another thread can take the
 // lock (or has been handed it), unless the thread passed it to its own

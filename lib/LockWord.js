@@ -22,9 +22,9 @@
 // clears LOCK_WOKEN), so until that moment a release within the holder's
 // slice that finds LOCK_WOKEN is one the core would answer by freeing the
 // word and waking nobody: the holder frees it with one compare-exchange
-// instead. A release that asks to keep the lock for the holder's own next
-// request is kept the same way, on the same condition; with waiters
-// queued and none woken it asks the core.
+// instead. The holder keeps the lock for its own next request the same way,
+// on the same condition (keepHere); otherwise that request goes to the
+// core and the release follows (lib/AsyncLock.js).
 //
 // The slice: while others wait, the holder counts its releases in a row
 // (each is a grant it took while others waited); once it has made
@@ -160,9 +160,8 @@ class LockWord {
   }
 
   // A release through the core (somebody waits, or the owner-died bit is
-  // set): `extra` is LOCK_HANDOFF when the slice is over (a new one starts)
-  // and LOCK_KEEP to keep the lock for this thread's next request. Returns
-  // the core's answer: 0, or KEPT. The glue adds, while a request is still
+  // set): `extra` is LOCK_HANDOFF when the slice is over (a new one
+  // starts). Returns the core's answer (0). The glue adds, while a request is still
   // queued, 16 * (1 + the microseconds until the oldest one starves).
   #release (extra) {
     if (extra & HANDOFF) this.#grants = 0
