@@ -1004,7 +1004,9 @@ export type LockErrorCode =
  * written once in the native core. While others wait, a holder keeps the
  * lock for at most `sliceGrants` grants or `sliceMs` milliseconds in a row;
  * a waiter that has waited `starvationMs` is handed the lock at the next
- * release, whoever releases and how.
+ * release, whoever releases and how (a promise request: the first release
+ * after its event loop runs; it is not handed a lock while its loop is
+ * busy).
  */
 export declare const lockPolicy: Readonly<{
   sliceGrants: number

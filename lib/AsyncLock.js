@@ -9,12 +9,13 @@
 // JavaScript; every other decision is the core's.
 //
 // A thread's own promise requests stay in order: only the oldest goes to
-// the core, the others wait in this object's ThreadQueue. When the thread
-// releases the lock while it has such requests, it asks the core whether it
-// may keep the lock for the next one (LockWord.keep): yes while its slice
-// lasts and no waiter starves, and then the next request is granted without
-// a trip through the core or the event loop; otherwise the lock goes to the
-// oldest waiter and the thread's next request queues in the core.
+// the core, the others wait in this thread's ThreadQueue for the word. When the thread
+// releases the lock while it has such requests, it keeps the lock for the
+// next one where JavaScript can tell (LockWord.keepHere: nobody waits, or
+// the shortcut), and the next request is granted without a trip through
+// the core or the event loop; otherwise the next request goes to the core
+// first, by the time it was made, and the release lets the core pass the
+// lock to it (no hand-off due) or hand it to the oldest waiter.
 //
 // A release always releases: once it returns, another thread can take the
 // lock (or has been handed it), unless the thread passed it to its own
@@ -32,43 +33,79 @@ const { deadlockError, timeoutError } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
 const { LockWord } = require('./LockWord')
 
-const { GATE_LOCK, LOCK_ID_MASK: ID_MASK } = native.constants
+const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_BARGE } = native.constants
+
+// This thread's side of each lock word it has opened, by the word's address
+// (native.wordKey: the same for every buffer object and typed array on that
+// memory): the ThreadQueue of its promise requests, in the order it made
+// them, whether it holds the lock through an AsyncLock (`held`), and which
+// hold that is (`hold`, for the release functions). Every
+// AsyncLock object of this thread on the word shares it, so any of them may
+// release, and the thread's requests keep their order across objects. A
+// side lives as long as an object on the word does (the objects hold it;
+// the map only a weak reference); its typed array keeps the buffer, so the
+// address is not reused meanwhile.
+const sides = new Map()
+const sweep = new FinalizationRegistry((key) => {
+  const ref = sides.get(key)
+  if (ref !== undefined && ref.deref() === undefined) sides.delete(key)
+})
+
+// Numbers the holds of this thread (sides' `hold`: 0 when none).
+let holds = 0
+
+function sideOf (i32) {
+  const key = native.wordKey(i32, 0)
+  const ref = sides.get(key)
+  let side = ref === undefined ? undefined : ref.deref()
+  if (side === undefined) {
+    side = { i32, queue: new ThreadQueue(), held: false, hold: 0 }
+    sides.set(key, new WeakRef(side))
+    sweep.register(side, key)
+  }
+  return side
+}
 
 // Whether an AsyncLock object has promise requests of this thread waiting
-// in its own queue (set in the class's static block, which may read the
+// in its queue for the word (set in the class's static block, which may read the
 // private field): ConditionVariable.waitSync must refuse before it releases
 // a lock that such a request would get.
 let hasQueued
 
 class AsyncLock extends SharedSlot {
   static {
-    hasQueued = (lock) => lock.#queue.size !== 0
+    hasQueued = (lock) => lock.#side.queue.size !== 0
   }
 
   #i32
   #word
-  #queue = new ThreadQueue()
-  // Whether this object holds the lock: granted through it and not yet
-  // released. Two objects on one word in one thread each have their own
-  // queue, and only the holding one passes the lock to its own requests.
-  #held = false
+  // This thread's side of the word, shared by all its AsyncLock objects on
+  // it (sideOf): the queue of its promise requests, and whether it holds
+  // the lock through one of them.
+  #side
   // A request waiting in this thread's queue ended by its timer or signal.
   #drop = (req, err) => {
-    const first = this.#queue.first === req
-    if (!this.#queue.remove(req)) return
+    const first = this.#side.queue.first === req
+    if (!this.#side.queue.remove(req)) return
     req.reject(err)
     // The next request competes now, unless this object holds the lock,
     // whose release passes it on.
     if (first) this.#sendNext()
   }
-  #release = () => this.unlock()
+  // The release function's callee: ends the hold `hold` (named when the
+  // function was made, src: gate.makeRelease), or nothing once that hold
+  // has ended another way (unlock(), the same thread's other object): a
+  // spent release function never releases a later hold.
+  #release = Object.assign((hold) => {
+    if (hold === this.#side.hold) this.unlock()
+  }, { hold: () => this.#side.hold })
   // The promise form's requests, for the acquire skeleton (lib/gate.js).
   #gate = {
-    take: () => this.#queue.size === 0 && this.#fast() ? this.ownerDied : undefined,
+    take: () => this.#side.queue.size === 0 && this.#fast() ? this.ownerDied : undefined,
     attempt: () => this.tryLock() ? this.ownerDied : undefined,
     queue: (flags, o, where, release) => this.#word.fifo
       ? gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, where)
-        .then((ownerDied) => { this.#held = true; return gate.makeRelease(release, ownerDied) })
+        .then((ownerDied) => { this.#took(); return gate.makeRelease(release, ownerDied) })
       : new Promise((resolve, reject) => this.#enqueue(new Request(o, where, resolve, reject)))
   }
 
@@ -88,6 +125,7 @@ class AsyncLock extends SharedSlot {
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, fifo)
+    this.#side = sideOf(this.#i32)
   }
 
   /** A structured-clonable description of the lock, with its mode. */
@@ -109,8 +147,8 @@ class AsyncLock extends SharedSlot {
 
   /** How many requests (sync or async, all threads) wait for the lock. */
   get waiting () {
-    const first = this.#queue.first
-    const local = first !== null && first.native ? this.#queue.size - 1 : this.#queue.size
+    const first = this.#side.queue.first
+    const local = first !== null && first.native ? this.#side.queue.size - 1 : this.#side.queue.size
     return native.waiterCount(this.#i32, 0) + local
   }
 
@@ -127,32 +165,44 @@ class AsyncLock extends SharedSlot {
     return id !== 0 && (this.#word.ownerDied || !native.threadAlive(id))
   }
 
+  // This thread now holds the lock through an AsyncLock: a new hold.
+  #took () {
+    this.#side.held = true
+    this.#side.hold = ++holds
+  }
+
+  // A release of the hold this thread has now, for a callback runner.
+  #releaseNow () {
+    const hold = this.#side.hold
+    return () => this.#release(hold)
+  }
+
   #fast () {
     if (!this.#word.fast()) return false
-    this.#held = true
+    this.#took()
     return true
   }
 
   /** Blocks this thread until it holds the lock. */
   lock (options) {
-    if (options === undefined && this.#queue.size === 0 && this.#fast()) return
+    if (options === undefined && this.#side.queue.size === 0 && this.#fast()) return
     const timeout = readSyncOptions(options, 'AsyncLock.lock')
-    if (this.#queue.size === 0 && this.#fast()) return
-    if (this.#word.mine || this.#queue.size !== 0) {
+    if (this.#side.queue.size === 0 && this.#fast()) return
+    if (this.#word.mine || this.#side.queue.size !== 0) {
       throw deadlockError('AsyncLock.lock', 'this thread holds the lock or has requests queued for it, so a blocking lock() would never return')
     }
     gate.gateSync(this.#i32, 0, GATE_LOCK, this.#word.flags, timeout, 'AsyncLock.lock')
     this.#word.restart()
-    this.#held = true
+    this.#took()
   }
 
   /** Takes the lock if that is possible without waiting. */
   tryLock () {
-    if (this.#queue.size !== 0) return false // this thread's older requests come first
+    if (this.#side.queue.size !== 0) return false // this thread's older requests come first
     if (this.#fast()) return true
     if (this.#word.mine) return false
     if (gate.gateTry(this.#i32, 0, GATE_LOCK, this.#word.flags) === undefined) return false
-    this.#held = true
+    this.#took()
     return true
   }
 
@@ -162,25 +212,33 @@ class AsyncLock extends SharedSlot {
    * gets the lock directly.
    */
   unlock () {
-    const next = this.#queue.first
-    if (next === null || next.native || !this.#held) {
+    const next = this.#side.queue.first
+    if (next === null || next.native || !this.#side.held) {
       this.#word.unlock()
-      this.#held = false
+      this.#side.held = false
+      this.#side.hold = 0
       if (next !== null && !next.native) this.#sendNext()
       return
     }
-    if (this.#word.keep()) {
-      this.#queue.remove(next)
+    if (this.#word.keepHere()) {
+      this.#side.queue.remove(next)
       this.#grant(next, false) // this thread keeps the lock
       return
     }
-    this.#held = false
-    this.#send(next)
+    // The core decides. The next request goes there first, while this
+    // thread holds the lock, where it takes its place by the time it was
+    // made (src/lock.c, I5); the release then passes the lock to it within
+    // the slice while no hand-off is due, or hands it to the oldest waiter
+    // that can take it up (this thread's request among them).
+    this.#send(next, false)
+    this.#side.held = false
+    this.#side.hold = 0
+    this.#word.unlock()
   }
 
   // Resolves `req`, whose thread now holds the lock through this object.
   #grant (req, ownerDied) {
-    this.#held = true
+    this.#took()
     req.resolve(gate.makeRelease(this.#release, ownerDied))
   }
 
@@ -188,36 +246,37 @@ class AsyncLock extends SharedSlot {
   // lock or has older requests, it waits here for the release that passes
   // the lock on; otherwise it goes to the core at once.
   #enqueue (req) {
-    if (this.#queue.size === 0 && !(this.#held && this.#word.mine)) {
-      this.#queue.push(req, undefined)
+    if (this.#side.queue.size === 0 && !(this.#side.held && this.#word.mine)) {
+      this.#side.queue.push(req, undefined)
       this.#send(req)
     } else {
-      this.#queue.push(req, this.#drop)
+      this.#side.queue.push(req, this.#drop)
     }
   }
 
   // Sends the oldest request, if it still waits here, to the core.
   #sendNext () {
-    const next = this.#queue.first
-    if (next !== null && !next.native && !(this.#held && this.#word.mine)) this.#send(next)
+    const next = this.#side.queue.first
+    if (next !== null && !next.native && !(this.#side.held && this.#word.mine)) this.#send(next)
   }
 
-  // Sends `req`, first in this thread's queue, to the core.
-  #send (req) {
+  // Sends `req`, first in this thread's queue, to the core; with `barge`
+  // false it takes a free word only when nobody waits.
+  #send (req, barge = true) {
     req.native = true
-    this.#queue.unwatch(req)
+    this.#side.queue.unwatch(req)
     const o = req.options
     const timeout = gate.remaining(req.deadline)
     const p = timeout === 0 && o.timeout !== 0
       ? Promise.reject(timeoutError(o.timeout, req.where))
-      : gate.gateAsync(this.#i32, 0, GATE_LOCK, this.#word.flags,
-        timeout === o.timeout ? o : { ...o, timeout }, req.where)
+      : gate.gateAsync(this.#i32, 0, GATE_LOCK, barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE,
+        timeout === o.timeout ? o : { ...o, timeout }, req.where, performance.now() - req.madeAt)
     p.then((ownerDied) => {
-      this.#queue.remove(req)
+      this.#side.queue.remove(req)
       this.#word.restart()
       this.#grant(req, ownerDied)
     }, (err) => {
-      this.#queue.remove(req)
+      this.#side.queue.remove(req)
       req.reject(err)
       // The next request of this thread competes now, unless this object
       // holds the lock, whose release passes it on.
@@ -242,7 +301,7 @@ class AsyncLock extends SharedSlot {
   // The promise API's common path; `where` names the public method in
   // error messages. May throw synchronously on bad options.
   #acquire (options, where) {
-    if (options === undefined && this.#queue.size === 0 && this.#fast()) {
+    if (options === undefined && this.#side.queue.size === 0 && this.#fast()) {
       return Promise.resolve(gate.makeRelease(this.#release, this.ownerDied))
     }
     const o = readAsyncOptions(options, where, true)
@@ -257,7 +316,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release)
+        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#releaseNow())
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -268,7 +327,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release)
+      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#releaseNow())
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {

@@ -13,13 +13,18 @@
 //   word's bucket lock: whom to wake, when to hand the lock over.
 //
 // One shortcut repeats a decision of the core without asking it: every
-// release through the core also tells how long until the oldest queued
-// request will have waited POLICY_STARVING_NS. The oldest request only
-// gets younger as requests leave, so until that moment a release that
-// finds a woken request on its way (LOCK_WOKEN) within the holder's slice
-// is one the core would answer by freeing the word and waking nobody: the
-// holder frees it with one compare-exchange instead. A release that asks
-// to keep the lock for the holder's own next request is kept the same way.
+// release through the core also tells how long until the waiter that the
+// next release would serve (src/lock.c, I7: the oldest that can take the
+// lock up at once, never an event-loop request on its way) will have
+// waited POLICY_STARVING_NS. While a woken request is on its way
+// (LOCK_WOKEN), no waiter older than that one becomes one a release would
+// serve (a request becomes so only when its thread comes to try, which
+// clears LOCK_WOKEN), so until that moment a release within the holder's
+// slice that finds LOCK_WOKEN is one the core would answer by freeing the
+// word and waking nobody: the holder frees it with one compare-exchange
+// instead. The holder keeps the lock for its own next request the same way,
+// on the same condition (keepHere); otherwise that request goes to the
+// core and the release follows (lib/AsyncLock.js).
 //
 // The slice: while others wait, the holder counts its releases in a row
 // (each is a grant it took while others waited); once it has made
@@ -35,9 +40,10 @@ const { notOwnerError } = require('./errors')
 
 const {
   GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_OWNER_DIED, LOCK_WAITERS, LOCK_WOKEN,
-  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF, LOCK_KEEP: KEEP, RESULT_ACQUIRED: KEPT,
+  LOCK_BARGE: BARGE, LOCK_HANDOFF: HANDOFF,
   RW_WRITER, RW_MASK, RW_OWNER_DIED, GATE_WRITE,
-  POLICY_SLICE_GRANTS: SLICE_GRANTS, POLICY_SLICE_NS
+  POLICY_SLICE_GRANTS: SLICE_GRANTS, POLICY_SLICE_NS,
+  LOCK_SHORTCUT_MASK, WRITE_SHORTCUT_MASK, SHORTCUT_IF
 } = constants
 const SLICE_MS = POLICY_SLICE_NS / 1e6
 
@@ -46,8 +52,8 @@ const SLICE_MS = POLICY_SLICE_NS / 1e6
 // writer's id; readers are counted in the same field while the bit is
 // clear, so a word with readers has a nonzero owner field here too).
 const KINDS = {
-  lock: { gate: GATE_LOCK, tag: 0, mask: ID_MASK, died: LOCK_OWNER_DIED, where: 'AsyncLock.unlock' },
-  write: { gate: GATE_WRITE, tag: RW_WRITER, mask: RW_WRITER | RW_MASK, died: RW_OWNER_DIED, where: 'RWLock.releaseWrite' }
+  lock: { gate: GATE_LOCK, tag: 0, mask: ID_MASK, died: LOCK_OWNER_DIED, shortcut: LOCK_SHORTCUT_MASK, where: 'AsyncLock.unlock' },
+  write: { gate: GATE_WRITE, tag: RW_WRITER, mask: RW_WRITER | RW_MASK, died: RW_OWNER_DIED, shortcut: WRITE_SHORTCUT_MASK, where: 'RWLock.releaseWrite' }
 }
 // Somebody waits: queued in the core, or woken and on the way.
 const WAITING = LOCK_WAITERS | LOCK_WOKEN
@@ -106,24 +112,23 @@ class LockWord {
     // One clock reading serves the slice and the starvation check.
     const now = performance.now()
     const inSlice = this.#inSlice(now)
-    if (inSlice && (v & (WAITING | this.#kind.died)) === WAITING && this.#noneStarves(now) &&
+    if (inSlice && (v & this.#kind.shortcut) === SHORTCUT_IF && this.#noneStarves(now) &&
       compareExchange(this.#i32, 0, v, v & ~this.#mask) === v) return
     this.#release(inSlice ? 0 : HANDOFF)
   }
 
   /**
-   * Asks to keep the lock, held by this thread, for the thread's own next
-   * request. True when it may (the lock stays held: a grant of the slice);
-   * false when the policy handed it over or freed it instead.
+   * Whether this thread may keep the lock for its own next request without
+   * asking the core: nobody waits, or the shortcut's condition (a woken
+   * request on its way, within the slice, nobody due). False: ask the core
+   * (release it, with the next request queued there first).
    */
-  keep () {
+  keepHere () {
     const v = load(this.#i32, 0)
     this.checkOwner(v)
     if ((v & (WAITING | this.#kind.died)) === 0) return true
     const now = performance.now()
-    const inSlice = this.#inSlice(now)
-    if (inSlice && (v & this.#kind.died) === 0 && this.#noneStarves(now)) return true
-    return this.#release(KEEP | (inSlice ? 0 : HANDOFF)) === KEPT
+    return (v & this.#kind.shortcut) === SHORTCUT_IF && this.#inSlice(now) && this.#noneStarves(now)
   }
 
   // Counts one grant of this thread's slice (`now`: performance.now());
@@ -155,9 +160,8 @@ class LockWord {
   }
 
   // A release through the core (somebody waits, or the owner-died bit is
-  // set): `extra` is LOCK_HANDOFF when the slice is over (a new one starts)
-  // and LOCK_KEEP to keep the lock for this thread's next request. Returns
-  // the core's answer: 0, or KEPT. The glue adds, while a request is still
+  // set): `extra` is LOCK_HANDOFF when the slice is over (a new one
+  // starts). Returns the core's answer (0). The glue adds, while a request is still
   // queued, 16 * (1 + the microseconds until the oldest one starves).
   #release (extra) {
     if (extra & HANDOFF) this.#grants = 0

@@ -29,12 +29,28 @@ const { LockWord } = require('./LockWord')
 const { selfId } = native
 const { GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, LOCK_BARGE: BARGE } = native.constants
 
+// The write hold of this thread on each word (by address, native.wordKey,
+// shared by all its RWLock objects on the word) that a release function
+// may still end: a number per hold, named when the release function is
+// made, forgotten when the write lock is released by any means. A spent
+// release function releases its own hold or nothing (issue 24, 3.9).
+const writeHolds = new Map()
+let holds = 0
+
 class RWLock extends SharedSlot {
   #i32
   #read
   #write
   #releaseRead = () => this.releaseRead()
-  #releaseWrite = () => this.releaseWrite()
+  #key // the word's address
+  #releaseWrite = Object.assign((hold) => {
+    if (writeHolds.get(this.#key) === hold) this.releaseWrite()
+  }, {
+    hold: () => {
+      writeHolds.set(this.#key, ++holds)
+      return holds
+    }
+  })
   #word // this thread's side of the word as a writer (lib/LockWord.js)
   #pendingWrites = 0 // this thread's write requests that have not settled
   #writeSettled = () => { this.#pendingWrites-- }
@@ -48,6 +64,7 @@ class RWLock extends SharedSlot {
   constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
     super({ type: 'RWLock', words: 1 }, [buffer, byteOffset, options])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#key = native.wordKey(this.#i32, 0)
     this.#word = new LockWord(this.#i32, false, 'write')
     // Read locks have no fast path: the core counts them per thread.
     this.#read = new gate.Gate(this.#i32, GATE_READ, () => undefined)
@@ -130,6 +147,7 @@ class RWLock extends SharedSlot {
 
   releaseWrite () {
     this.#word.unlock()
+    writeHolds.delete(this.#key)
   }
 
   /** Resolves with a release function once this thread holds a read lock. */
@@ -160,7 +178,10 @@ class RWLock extends SharedSlot {
       // A free word taken with one compare-exchange: no release function and
       // no promise of acquireWrite() in between, as AsyncLock.runExclusive.
       if (options === undefined && typeof callback === 'function' &&
-        this.#pendingWrites === 0 && this.#fastWrite()) return gate.runHeld(callback, this.#releaseWrite)
+        this.#pendingWrites === 0 && this.#fastWrite()) {
+        const hold = this.#releaseWrite.hold()
+        return gate.runHeld(callback, () => this.#releaseWrite(hold))
+      }
       return gate.runHolding(callback, 'RWLock.runWrite', () => this.acquireWrite(options))
     } catch (err) {
       return Promise.reject(err) // a wrong receiver

@@ -1,7 +1,8 @@
 'use strict'
 
 // The promise requests that one thread made for one lock word and that wait,
-// oldest first.
+// oldest first: one queue per thread and word, shared by every AsyncLock
+// object of the thread on that word (lib/AsyncLock.js, sideOf).
 //
 // Only the oldest of them is queued in the native core, where it competes
 // with the other threads; the rest wait here. So a thread's requests are
@@ -25,6 +26,7 @@ class Request {
     this.resolve = resolve
     this.reject = reject
     this.deadline = deadlineOf(options.timeout)
+    this.madeAt = performance.now() // its first arrival, for the core's order
     this.native = false // sent to the core, which now times or withdraws it
     this.watched = false // timer, listener and reference are this queue's
     this.timer = undefined

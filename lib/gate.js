@@ -64,9 +64,11 @@ function settle (r, signal, onCode) {
 }
 
 // Promise gate request; resolves with whether the previous owner died.
-function gateAsync (i32, index, gate, amount, o, where) {
+// `waited`: milliseconds it has waited in its thread's queue already (it
+// takes its place in the core's queue by its first arrival).
+function gateAsync (i32, index, gate, amount, o, where, waited = 0) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
-  const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined)
+  const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined, waited)
   if (typeof r === 'number') return Promise.resolve(r === OWNER_DIED)
   // Nothing, and nothing thrown: the addon could not make the promise,
   // because this thread is being terminated (it undid the request).
@@ -115,13 +117,20 @@ function remaining (deadline) {
   return left > 0 ? left : 0
 }
 
-/** The release function a promise form resolves with: idempotent, disposable. */
+/**
+ * The release function a promise form resolves with: idempotent,
+ * disposable. A lock whose holds have an identity gives `fn.hold()`, which
+ * names the hold granted now; `fn` is then called with it and releases that
+ * hold or nothing, so that a release function whose hold ended another way
+ * never releases a later one.
+ */
 function makeRelease (fn, ownerDied) {
   let released = false
+  const hold = fn.hold === undefined ? undefined : fn.hold()
   const release = () => {
     if (released) return
     released = true
-    fn()
+    fn(hold)
   }
   release[dispose] = release
   release.ownerDied = ownerDied

@@ -38,6 +38,7 @@ module.exports = {
   waitAsync: binding.waitAsync,
   notify: binding.notify,
   waiterCount: binding.waiterCount,
+  wordKey: binding.wordKey,
   cancel: binding.cancel,
   isDetached: binding.isDetached,
   // Gates: lock, semaphore, rwlock words whose grants the core decides.

@@ -11,7 +11,7 @@ const lockPolicy = Object.freeze({
   sliceGrants: constants.POLICY_SLICE_GRANTS,
   /** Milliseconds a holder's slice lasts at most while others wait. */
   sliceMs: constants.POLICY_SLICE_NS / 1e6,
-  /** A waiter that has waited this many milliseconds gets the lock at the next release. */
+  /** A waiter that has waited this many milliseconds gets the lock at the next release (a promise request: the first after its event loop runs). */
   starvationMs: constants.POLICY_STARVING_NS / 1e6,
   /** Microseconds a woken waiter lets the previous holder take the lock again first. */
   courtesyMicros: constants.POLICY_COURTESY_NS / 1e3

@@ -213,6 +213,24 @@ tl_napi_waiter_count(napi_env env, napi_callback_info info)
   return tl__int(env, (int64_t)tl_waiter_count(addr));
 }
 
+/* wordKey(ta, index) -> the element's address, as a number: the same for
+ * every typed array, buffer object and thread that sees that memory, so
+ * that JavaScript can keep one thread's state per lock word (an address
+ * fits a double's 53 bits on every platform Node runs on). */
+static napi_value
+tl_napi_word_key(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2], r;
+  void *addr;
+  int width;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_create_double(env, (double)(uintptr_t)addr, &r));
+  return r;
+}
+
 static napi_value
 tl_napi_total_waiters(napi_env env, napi_callback_info info)
 {
@@ -283,6 +301,24 @@ tl_napi_gate_acquire(napi_env env, napi_callback_info info)
   return tl__int(env, r);
 }
 
+/* An optional argument: milliseconds a request has waited in its thread's
+ * queue (lib/ThreadQueue.js), as nanoseconds; 0 when absent. */
+static int
+tl__waited_ns(napi_env env, napi_value v, uint64_t *out)
+{
+  napi_valuetype type;
+  double ms;
+
+  *out = 0;
+  TL_NAPI_CALL_RET(env, napi_typeof(env, v, &type), -1);
+  if (type != napi_number)
+    return 0;
+  TL_NAPI_CALL_RET(env, napi_get_value_double(env, v, &ms), -1);
+  if (ms > 0 && ms < 1e12)
+    *out = (uint64_t)(ms * 1e6);
+  return 0;
+}
+
 /* gateRelease(i32, index, gate, id, amount) -> 0 or a TL_E* code. */
 static napi_value
 tl_napi_gate_release(napi_env env, napi_callback_info info)
@@ -314,13 +350,16 @@ tl_napi_gate_release(napi_env env, napi_callback_info info)
   return tl__int(env, r);
 }
 
-/* gateAcquireAsync(i32, index, gate, id, amount, timeoutMs, ref, withToken)
- * -> a code when decided at once, else a Promise of a code, or
- * [Promise, token] when withToken is set. */
+/* gateAcquireAsync(i32, index, gate, id, amount, timeoutMs, ref, withToken
+ * [, waitedMs]) -> a code when decided at once, else a Promise of a code, or
+ * [Promise, token] when withToken is set. `waitedMs`: how long the request
+ * has waited in its thread's queue already (it takes its place in the
+ * core's queue by its first arrival). */
 static napi_value
 tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
 {
-  napi_value argv[8];
+  napi_value argv[9];
+  uint64_t waited;
   tl_env_t *e = tl__env(env);
   tl_async_t *n;
   void *addr;
@@ -330,8 +369,10 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
   bool ref, with_token;
   int r;
 
-  TL_GET_ARGS(env, info, 8, argv);
+  TL_GET_ARGS(env, info, 9, argv);
   if (tl__gate_args(env, argv, &addr, &gate, &id, &amount) != 0)
+    return NULL;
+  if (tl__waited_ns(env, argv[8], &waited) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[5], &timeout));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[6], &ref));
@@ -339,7 +380,7 @@ tl_napi_gate_acquire_async(napi_env env, napi_callback_info info)
   n = tl__new_async(env, e, timeout, ref, TL_NODE_GATE, sizeof(*n), tl__settle);
   if (n == NULL)
     return NULL;
-  r = tl_gate_acquire_async(&n->w, addr, gate, id, amount);
+  r = tl_gate_acquire_async_at(&n->w, addr, gate, id, amount, waited);
   if (gate == TL_GATE_READ && r != TL_RESULT_PENDING &&
       tl__read_kept(env, argv[0], addr, id, r) != 0) {
     tl__free(n);
@@ -542,6 +583,7 @@ NAPI_MODULE_INIT()
     { "notify", tl_napi_notify },
     { "waitAsync", tl_napi_wait_async },
     { "waiterCount", tl_napi_waiter_count },
+    { "wordKey", tl_napi_word_key },
     { "totalWaiters", tl_napi_total_waiters },
     { "cancel", tl_napi_cancel },
     { "gateAcquire", tl_napi_gate_acquire },

@@ -52,9 +52,24 @@ tl__gate_enqueue(tl_bucket_t *b, tl_waiter_t *w, int32_t *v)
       !atomic_compare_exchange_strong(word, v, *v | TL_GATE_WAITERS))
     return -1;
   atomic_store(&w->state, TL_WAITING);
-  if (w->since == 0)
+  if (w->since == 0) {
     w->since = tl_now_ns();
-  tl__enqueue(b, w);
+    tl__enqueue(b, w);
+    return 0;
+  }
+  /* A request that arrived earlier and waited in its thread's queue
+   * (lib/ThreadQueue.js: a holder's own request) takes its place by its
+   * first arrival (lock.c, I5): before the first waiter on the word that
+   * came later, but never before a woken one (I1: the woken one is the
+   * first). */
+  {
+    tl_waiter_t *at = tl__first_gate_waiter(b, w->addr);
+
+    while (at != NULL &&
+           (at->since <= w->since || atomic_load(&at->state) == TL_WOKEN))
+      at = tl__next_gate_waiter(at);
+    tl__enqueue_before(b, w, at);
+  }
   return 0;
 }
 
@@ -84,5 +99,6 @@ void
 tl__gate_wake(tl_waiter_t *w)
 {
   w->granted = 0;
+  w->present = 0;
   tl__finish(w, TL_WOKEN);
 }

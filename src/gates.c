@@ -175,7 +175,15 @@ int
 tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
                       uint32_t amount)
 {
+  return tl_gate_acquire_async_at(w, word, gate, id, amount, 0);
+}
+
+int
+tl_gate_acquire_async_at(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
+                         uint32_t amount, uint64_t waited_ns)
+{
   tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  uint64_t now;
   int r;
 
   if (!tl__valid_gate(gate, id, amount))
@@ -186,7 +194,11 @@ tl_gate_acquire_async(tl_waiter_t *w, int32_t *word, int gate, uint32_t id,
   w->amount = amount;
   w->owner_died = 0;
   w->granted = 0;
-  w->since = 0;
+  /* A request that already waited takes its place by its first arrival
+   * (tl__gate_enqueue); 0 is "now". */
+  now = tl_now_ns();
+  w->since = waited_ns != 0 && waited_ns < now ? now - waited_ns : 0;
+  w->present = 0;
   tl_mutex_lock(&b->lock);
   r = tl__gate_try(b, w, 1);
   tl_mutex_unlock(&b->lock);
@@ -234,8 +246,16 @@ tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
     return TL_EINVAL;
   tl_mutex_lock(&b->lock);
   r = tl__lock_release(b, (_Atomic int32_t *)word, gate, id, flags);
+  /* How long until a hand-off is due: the oldest waiter starves. While
+   * nobody can take a hand-off up at once (lock.c, I7: only event-loop
+   * requests on their way or asleep are queued), a release frees the word
+   * whether it is due or not; a request that queues later starves
+   * TL_POLICY_STARVING_NS from now at the earliest. */
   first = tl__first_gate_waiter(b, (uintptr_t)word);
-  if (first != NULL) {
+  if (first != NULL && tl__lock_target(b, (uintptr_t)word,
+                                       !(flags & TL_LOCK_BARGE), 0) == NULL) {
+    *left_ns = TL_POLICY_STARVING_NS;
+  } else if (first != NULL) {
     uint64_t waited = tl_now_ns() - first->since;
     *left_ns = waited >= TL_POLICY_STARVING_NS
                    ? 0

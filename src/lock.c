@@ -29,14 +29,30 @@
  *   compare-exchange in JavaScript). While K is set a release wakes nobody
  *   else. The woken waiter, once it runs, takes the word if it is free, or
  *   goes back to sleep in its place (K cleared) if somebody took it.
- * - Starvation (hand-off). A release hands the lock straight to the oldest
- *   waiter, the word never free in between, when that waiter has waited
- *   TL_POLICY_STARVING_NS, when the holder's slice is over
+ * - Starvation (hand-off). A hand-off is due when the oldest waiter has
+ *   waited TL_POLICY_STARVING_NS, when the holder's slice is over
  *   (TL_LOCK_HANDOFF, counted by the holder in JavaScript), and always in
  *   the FIFO mode (no TL_LOCK_BARGE). This is checked at every release that
  *   finds a waiter, whoever releases and through which API, and also when
  *   the holder asks to keep the lock for its own next request
- *   (TL_LOCK_KEEP).
+ *   (TL_LOCK_KEEP): a due hand-off is never kept.
+ * - Parked waiters and event-loop waiters. A blocking request's thread is
+ *   parked: woken, it runs in microseconds. A promise request's thread
+ *   takes a grant up only when its event loop runs, which may be hundreds
+ *   of milliseconds away (`on_loop`). So a due hand-off in the default
+ *   mode goes, the word never free in between, to the oldest waiter that
+ *   can take it up at once: a parked one, or an event-loop request that is
+ *   `present` (its thread came to try, found the word taken and sleeps
+ *   again). Event-loop requests ahead of it keep their places: one asleep
+ *   since it queued is woken to come (K); one woken and on its way stays
+ *   so. With nobody to take it up at once, a due hand-off frees the word
+ *   and wakes the oldest if nobody is on the way (never keeps it): once
+ *   the event-loop request is here, it takes the free word, or is present
+ *   and the next release hands it the lock (a present request makes a
+ *   hand-off due: waking it again would send it round its loop again; and
+ *   with K clear every release goes through the core). The FIFO mode hands
+ *   the lock to the oldest waiter, whatever its thread does: strict order,
+ *   at the price that a busy event loop holds up the queue behind it.
  * - Only the core under the bucket lock changes a word that has W or K set
  *   and an owner; JavaScript only takes a word whose owner field is 0 and
  *   only releases a word that is exactly its own id.
@@ -50,8 +66,17 @@
  *       has a woken waiter on its way, so nobody sleeps on a free word.
  *   I4  A woken waiter that leaves (timeout, abort, its thread's death)
  *       gives K back and, if the word is free, wakes the next waiter.
- *   I5  A release hands over (or wakes) the oldest waiter only: the queue's
- *       order is the order of first arrival, and a waiter keeps its place.
+ *   I5  A release wakes the oldest waiter only, and hands the lock over
+ *       to the oldest only, of those that can take it up at once in the
+ *       default mode (I7): the queue's order is the order of first
+ *       arrival, and a waiter keeps its place. A holder's own request that
+ *       waited in its thread's queue counts from when it was made: sent to
+ *       the core (before the holder releases) it is linked before the
+ *       waiters that came later (never before the woken first: I1). A
+ *       release passes the lock to the releasing thread's own queued
+ *       request while no hand-off is due (the in-thread pass), and counts
+ *       it among the waiters that can take the lock up at once (its thread
+ *       is running).
  *   I6  The news that an owner died reaches a holder that runs: only the
  *       release of a holder that was told (or a later one) clears the died
  *       bit. A grant with OWNER_DIED that its thread never uses (the thread
@@ -59,6 +84,18 @@
  *       TL__LOCK_UNUSED_DIED, which hands it on with OWNER_DIED or leaves
  *       the died bit on the free word, where the next taker finds it (the
  *       core, and JavaScript's barging compare-exchange, keep the bit).
+ *   I7  In the default mode a release grants the lock only to a waiter
+ *       that can take it up at once (parked, present, or the releasing
+ *       thread's own), and to the
+ *       oldest of them (I5 among those); an event-loop request that is
+ *       woken, or asleep since it queued, is never handed the lock, so its
+ *       busy loop holds up nobody; it keeps its place at the head, and a
+ *       due hand-off with nobody present frees the word or calls it.
+ *       JavaScript's shortcut (lib/LockWord.js) frees the word only while
+ *       K is set and no hand-off is due: the core says how long until the
+ *       oldest waiter starves, or a full TL_POLICY_STARVING_NS while only
+ *       event-loop requests that are not present are queued
+ *       (tl_lock_release_ex).
  *
  * Every function here expects the word's bucket lock, but the courtesy
  * wait, which runs with no lock held.
@@ -225,9 +262,49 @@ tl__lock_resume(tl_bucket_t *b, tl_waiter_t *w)
      * sleep again, first in line; its release goes through the core. */
     if (!atomic_compare_exchange_strong(word, &v, v & ~TL_LOCK_WOKEN))
       continue;
+    /* An event-loop request's thread is here now: the next release hands
+     * it the lock (I7), and every release goes through the core while it
+     * sleeps (K clear). A parked waiter is simply woken again. */
+    w->present = w->on_loop;
     atomic_store(&w->state, TL_WAITING);
     return TL_RESULT_PENDING;
   }
+}
+
+/* Whether the thread of the queued lock or write waiter `w` can take up a
+ * grant at once: a parked thread (microseconds), an event-loop request
+ * whose thread came to try, found the word taken and sleeps again
+ * (`present`), or one of thread `self`, which is running: it releases
+ * now. An event-loop request asleep since it queued, or woken and on its
+ * way, may not run its loop for hundreds of milliseconds. */
+static int
+tl__runs_at_once(const tl_waiter_t *w, uint32_t self)
+{
+  return !w->on_loop || w->present || w->lock_id == self;
+}
+
+tl_waiter_t *
+tl__lock_target(tl_bucket_t *b, uintptr_t addr, int fifo, uint32_t self)
+{
+  tl_waiter_t *first = tl__first_gate_waiter(b, addr);
+
+#if defined(TL_INJECT_BUG) && TL_INJECT_BUG == 4
+  /* Injected bug 4 (test/c/run.sh): the oldest, whatever its thread does
+   * (before I7). */
+  fifo = 1;
+#endif
+  /* The FIFO mode serves the oldest, whatever its thread does. */
+  if (first == NULL || first->gate == TL_GATE_READ || fifo)
+    return first;
+  /* The oldest that runs at once, if only event-loop requests that do not
+   * are ahead of it (readers keep the read-write lock's own order). */
+  for (tl_waiter_t *w = first; w != NULL; w = tl__next_gate_waiter(w)) {
+    if (w->gate == TL_GATE_READ)
+      break;
+    if (tl__runs_at_once(w, self))
+      return w;
+  }
+  return NULL;
 }
 
 /* The holder `id` releases the word (lock or write lock). `flags`:
@@ -242,8 +319,8 @@ tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
   int32_t v = atomic_load(word);
   int32_t died = tl__died_bit(gate);
   int32_t unused_died;
-  tl_waiter_t *first;
-  int hand_off;
+  tl_waiter_t *first, *target;
+  int due;
 
   if (tl__owner_of(gate, v) != id)
     return TL_ENOTOWNER;
@@ -260,31 +337,81 @@ tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate, uint32_t id,
     atomic_store(word, unused_died);
     return 0;
   }
-  hand_off = !(flags & TL_LOCK_BARGE) || (flags & TL_LOCK_HANDOFF) ||
-             first->gate == TL_GATE_READ ||
-             tl_now_ns() - first->since >= TL_POLICY_STARVING_NS;
-  if (!hand_off && (flags & TL_LOCK_KEEP)) {
+  /* A hand-off is due when the oldest waiter has waited
+   * TL_POLICY_STARVING_NS, when the holder's slice is over, in the FIFO
+   * mode, for readers at the head, and for an event-loop request that is
+   * present: it came once and lost the race, and waking it again would
+   * send it round its loop again, where a busy loop may keep it long. I7:
+   * a hand-off serves the oldest waiter that can take the lock up at once;
+   * an event-loop request that cannot keeps its place ahead of it. */
+  target = tl__lock_target(b, addr, !(flags & TL_LOCK_BARGE), id);
+  due = !(flags & TL_LOCK_BARGE) || (flags & TL_LOCK_HANDOFF) ||
+        first->gate == TL_GATE_READ || (target != NULL && target->present) ||
+        tl_now_ns() - first->since >= TL_POLICY_STARVING_NS;
+  /* The holder's own next request, queued in the core by its arrival
+   * (lib/AsyncLock.js sends it before it releases): within its slice, and
+   * while no hand-off is due, the holder passes the lock to it (the
+   * in-thread pass; I5 holds, since a hand-off that is due serves the
+   * oldest). */
+  if (!due && (flags & TL_LOCK_BARGE)) {
+    for (tl_waiter_t *q = first; q != NULL; q = tl__next_gate_waiter(q)) {
+      if (q->gate == TL_GATE_READ)
+        break;
+      if (q->lock_id == id && q->on_loop) {
+        target = q;
+        due = 1;
+        break;
+      }
+    }
+  }
+#if defined(TL_INJECT_BUG) && TL_INJECT_BUG == 3
+  /* Injected bug 3 (test/c/run.sh): the hand-off skips the oldest. */
+  if (due && target != NULL && target->gate != TL_GATE_READ &&
+      tl__next_gate_waiter(target) != NULL &&
+      tl__next_gate_waiter(target)->gate != TL_GATE_READ)
+    target = tl__next_gate_waiter(target);
+#endif
+  if (!due && (flags & TL_LOCK_KEEP)) {
     atomic_store(word, v & ~died);
     return TL_RESULT_ACQUIRED;
   }
-  if (hand_off) {
-    if (first->gate == TL_GATE_READ) {
+  if (due && target != NULL) {
+    if (target->gate == TL_GATE_READ) {
       /* Readers at the head of a read-write lock's queue enter together;
        * the word keeps RW_OWNER_DIED for the next writer. */
       atomic_store(word, (v & TL_GATE_WAITERS) | unused_died);
       tl__rw_pass(b, addr, unused_died != 0);
-    } else {
+    } else if (target == first) {
       /* Straight to the oldest waiter, woken or asleep (I1: a woken one is
        * the first); K goes with it. */
       atomic_store(word, tl__taken(b, first, addr, gate, 0, first->lock_id,
                                    unused_died != 0));
       tl__gate_grant(b, first, unused_died != 0);
+    } else {
+      /* Past event-loop requests that cannot take it up now (I7). The
+       * first stays first; one asleep in its loop is woken to come, so
+       * that once it is here a hand-off serves it (I1: K goes with the
+       * first's wake). */
+      int32_t next = tl__taken(b, target, addr, gate, 0, target->lock_id,
+                               unused_died != 0) |
+                     (v & TL_LOCK_WOKEN);
+      int wake = atomic_load(&first->state) == TL_WAITING;
+
+      atomic_store(word, next | (wake ? TL_LOCK_WOKEN : 0));
+      tl__gate_grant(b, target, unused_died != 0);
+      if (wake)
+        tl__gate_wake(first);
     }
   } else if (v & TL_LOCK_WOKEN) {
-    /* Somebody is on the way already: free the word, wake nobody. */
+    /* Somebody is on the way already: free the word, wake nobody. A due
+     * hand-off with nobody to take it up at once comes here too: the
+     * oldest is an event-loop request on its way, and is served once it
+     * is here (the lock is never kept for the holder meanwhile). */
     atomic_store(word, (v & (TL_GATE_WAITERS | TL_LOCK_WOKEN)) | unused_died);
   } else {
-    /* Normal mode: free the word and wake the oldest to compete. */
+    /* Normal mode: free the word and wake the oldest to compete; also a
+     * due hand-off whose oldest is an event-loop request asleep in its
+     * loop: it is called to come. */
     atomic_store(word, TL_GATE_WAITERS | TL_LOCK_WOKEN | unused_died);
     tl__gate_wake(first);
   }

@@ -137,6 +137,11 @@ tl__rw_pass(tl_bucket_t *b, uintptr_t addr, int owner_died)
     tl__gate_grant(b, h,
                    owner_died || (h->gate == TL_GATE_WRITE &&
                                   (v & TL_RW_OWNER_DIED) != 0));
+#if defined(TL_INJECT_BUG) && TL_INJECT_BUG == 1
+    /* Injected bug 1 (test/c/run.sh): readers let in one per pass. */
+    if (h->gate == TL_GATE_READ)
+      return;
+#endif
   }
 }
 
@@ -166,6 +171,10 @@ tl__read_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self)
     return TL_ENOMEM;
   for (;;) {
     int queued = tl__first_gate_waiter(b, w->addr) != NULL;
+#if defined(TL_INJECT_BUG) && TL_INJECT_BUG == 2
+    /* Injected bug 2 (test/c/run.sh): new readers pass queued writers. */
+    queued = 0;
+#endif
 
     if (v & TL_RW_WRITER) {
       uint32_t owner = (uint32_t)(v & TL_RW_MASK);

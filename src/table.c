@@ -74,6 +74,25 @@ tl__enqueue(tl_bucket_t *b, tl_waiter_t *w)
   b->count++;
 }
 
+/* Links `w` into the bucket's FIFO just before `at` (a linked waiter), or
+ * at the tail when `at` is NULL. Expects b->lock. */
+void
+tl__enqueue_before(tl_bucket_t *b, tl_waiter_t *w, tl_waiter_t *at)
+{
+  if (at == NULL) {
+    tl__enqueue(b, w);
+    return;
+  }
+  w->next = at;
+  w->prev = at->prev;
+  if (at->prev != NULL)
+    at->prev->next = w;
+  else
+    b->head = w;
+  at->prev = w;
+  b->count++;
+}
+
 /* Unlinks `w` from the bucket's FIFO. Expects b->lock. */
 void
 tl__unlink(tl_bucket_t *b, tl_waiter_t *w)
@@ -264,6 +283,8 @@ tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
   sw->base.parked = 0;
   sw->base.is_async = 0;
   sw->base.settle = NULL;
+  sw->base.on_loop = 0;
+  sw->base.present = 0;
 }
 
 int
@@ -304,6 +325,8 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
   w->parked = 0;
   w->is_async = 1;
   w->settle = settle;
+  w->on_loop = 1;
+  w->present = 0;
 }
 
 int

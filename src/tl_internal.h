@@ -71,6 +71,7 @@ tl_bucket_t *tl__bucket_at(size_t i);
 
 /* table.c: the bucket FIFO. All of these expect b->lock. */
 void tl__enqueue(tl_bucket_t *b, tl_waiter_t *w);
+void tl__enqueue_before(tl_bucket_t *b, tl_waiter_t *w, tl_waiter_t *at);
 void tl__unlink(tl_bucket_t *b, tl_waiter_t *w);
 void tl__finish(tl_waiter_t *w, tl_state_t state);
 void tl__remove(tl_bucket_t *b, tl_waiter_t *w);
@@ -105,6 +106,8 @@ int tl__lock_release(tl_bucket_t *b, _Atomic int32_t *word, int gate,
 void tl__lock_left(tl_bucket_t *b, tl_waiter_t *w);
 void tl__lock_owner_died(tl_bucket_t *b, uintptr_t addr, int gate);
 void tl__courtesy_wait(const tl_waiter_t *w);
+tl_waiter_t *tl__lock_target(tl_bucket_t *b, uintptr_t addr, int fifo,
+                             uint32_t self);
 
 /* rwlock.c: readers, and the grants of a read-write lock's queue. */
 int tl__read_try(tl_bucket_t *b, tl_waiter_t *w, int allow_self);

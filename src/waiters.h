@@ -75,7 +75,16 @@
  * (strict FIFO). LOCK_HANDOFF on a release says that the holder's slice is
  * over. LOCK_KEEP on a release asks to keep the lock for the holder's own
  * next request: the core answers RESULT_ACQUIRED (kept) unless the policy
- * must hand the lock over now, which it then does (0). */
+ * must hand the lock over now, which it then does (0).
+ *
+ * The holder's shortcut (lib/LockWord.js; the interleaving checker follows
+ * the same constants): a release within the holder's slice, while the
+ * waiter the next release would serve is known not to starve yet, frees
+ * the word with one compare-exchange, and a release that would keep the
+ * lock for the holder's own next request keeps it without the core, only
+ * when the word masked with LOCK_SHORTCUT_MASK (a lock word) or
+ * WRITE_SHORTCUT_MASK (a write lock) is SHORTCUT_IF: waiters queued, one of
+ * them woken and on its way, no owner-died news (lock.c, I7). */
 #define TL_WORD_MAP(XX)                                                        \
   XX(LOCK_WAITERS, 0x40000000)                                                 \
   XX(LOCK_OWNER_DIED, 0x20000000)                                              \
@@ -90,7 +99,10 @@
   XX(RW_MASK, 0x0fffffff)                                                      \
   XX(LOCK_BARGE, 1)                                                            \
   XX(LOCK_HANDOFF, 2)                                                          \
-  XX(LOCK_KEEP, 4)
+  XX(LOCK_KEEP, 4)                                                             \
+  XX(LOCK_SHORTCUT_MASK, INT32_MIN | 0x40000000 | 0x20000000)                  \
+  XX(WRITE_SHORTCUT_MASK, INT32_MIN | 0x40000000 | 0x10000000)                 \
+  XX(SHORTCUT_IF, INT32_MIN | 0x40000000)
 
 /* The lock policy's settings, each written once here, exported to
  * JavaScript (binding.constants, POLICY_*) and quoted by the README.
@@ -162,6 +174,17 @@ struct tl_waiter_s {
   uint8_t parked;      /* sync waiters: protected by the bucket lock */
   uint8_t is_async;    /* immutable */
   tl_settle_cb settle; /* async waiters: immutable */
+  /* Lock and write waiters (lock.c). `on_loop`: the request's thread takes
+   * up a grant only when its event loop runs (a promise request), which
+   * may be hundreds of milliseconds away; 0 for a parked thread, which
+   * takes it up in microseconds. Set at init (async: 1, sync: 0); the
+   * interleaving checker sets it to model both kinds; immutable while
+   * linked. `present`: an on_loop request whose thread came to try
+   * (tl_gate_retry_async), found the word taken and sleeps again: the next
+   * hand-off may serve it. Cleared when it is woken again. Protected by
+   * the bucket lock. */
+  uint8_t on_loop;
+  uint8_t present;
 };
 
 /* Prepares an async waiter owned by the caller (any thread). */
@@ -224,6 +247,12 @@ int tl_gate_release(int32_t *word, int gate, uint32_t id, uint32_t amount);
  * holder may free the word with a compare-exchange (lib/LockWord.js). */
 int tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
                        int64_t *left_ns);
+
+/* tl_gate_acquire_async for a request that already waited `waited_ns` in
+ * its thread's queue: it takes its place in the core's queue by its first
+ * arrival (before waiters that came later, never before a woken one). */
+int tl_gate_acquire_async_at(tl_waiter_t *w, int32_t *word, int gate,
+                             uint32_t id, uint32_t amount, uint64_t waited_ns);
 
 /* For an async gate waiter that its settle callback reported while it was
  * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED

@@ -29,6 +29,7 @@ const ACK = 4
 const UNATTENDED = 5
 const PAUSE = 6
 const PAUSED = 7
+const WOKEN_SECTIONS = 12
 
 // The policy's numbers, as the core defines them.
 const policy = tl.lockPolicy
@@ -331,8 +332,13 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
     const waiter = spawn('lock-waiter', lock, ctl)
     await until(() => Atomics.load(ctl, STARTED) === 1, 'the waiter did not start', 20000)
     // Hold first, so that the 20 requests below queue behind this thread's
-    // own hold and each release passes the lock to the next of them.
+    // own hold and each release passes the lock to the next of them. They
+    // are made once the waiter has queued: a request made earlier would
+    // come first by its arrival (src/lock.c, I5).
     const release = await lock.acquire()
+    spin(HOLD)
+    Atomics.add(ctl, SECTIONS, 1)
+    spinUntil(() => lock.waiting === 1, 10000)
     const runs = []
     for (let i = 0; i < 20; i++) {
       runs.push(lock.runExclusive(() => {
@@ -340,8 +346,6 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
         Atomics.add(ctl, SECTIONS, 1)
       }))
     }
-    spin(HOLD)
-    Atomics.add(ctl, SECTIONS, 1)
     release()
     await within(Promise.all(runs), 20000, 'the holder\'s requests were not all granted')
     check(await within(waiter.done, 10000, 'the waiter did not finish'), 'queued promise requests')
@@ -383,16 +387,90 @@ describe('a waiter that has waited starvationMs gets the lock at the next releas
       const holder = spawn(holderMode, lock, ctl, { holdMs: hold, rounds: Math.ceil(20000 / hold) })
       await until(() => Atomics.load(ctl, SECTIONS) >= 1, 'the holder did not start', 20000)
       for (let i = 0; i < 10; i++) {
-        const before = Atomics.load(ctl, SECTIONS)
         const t0 = performance.now()
+        const before = Atomics.load(ctl, SECTIONS)
+        const wokenBefore = Atomics.load(ctl, WOKEN_SECTIONS)
         const release = await within(take(lock), 5000, `request ${i} was never granted`)
-        const report = { sections: Atomics.load(ctl, SECTIONS) - before, waited: performance.now() - t0 }
+        // A promise request is served at the first release after its event
+        // loop ran (src/lock.c, I7): the holder's sections that ended while
+        // the request was woken and its thread not yet run (a loaded
+        // machine does not run it at once) do not count against the lock.
+        const woken = Atomics.load(ctl, WOKEN_SECTIONS) - wokenBefore
+        const report = { sections: Atomics.load(ctl, SECTIONS) - before - woken, waited: performance.now() - t0 }
         release()
-        check(report, `promise request ${i}`, hold)
+        check(report, `promise request ${i} (${woken} more sections while it was on its way)`, hold)
         await sleep(3)
       }
       Atomics.store(ctl, STOP, 1)
       await within(holder.done, 10000, 'the holder did not stop')
+    })
+  }
+})
+
+describe('a woken promise request keeps its turn without holding up the queue while its event loop is busy', function () {
+  endWorkers()
+  this.timeout(60000)
+
+  // Issue 24, item 1. This thread's promise request is queued; a worker
+  // loops on the blocking API (barging, its releases freeing the word while
+  // the request is on its way) and wakes it; this thread then stays in
+  // synchronous code for BUSY ms, so its request stays woken and untried.
+  // Another worker queues a blocking request meanwhile: it must get the
+  // lock while this thread is still busy (the bound: the starvation
+  // threshold plus the sections in between; BUSY allows for a loaded
+  // machine), and this thread's request must be granted once its loop runs.
+  const BUSY = 1500
+  const GO = 9
+  const DONE = 10
+  const WAITED_US = 11
+
+  for (const [name, loopMode, waiterMode, make, take, mine] of [
+    ['AsyncLock: acquire() woken, a worker barging with lock()/unlock(), another queued in lock()',
+      'lock-loop', 'late-lock-waiter', () => track(new AsyncLock()), (l) => l.acquire(UNREF),
+      (l) => l.owner === threadId],
+    ['RWLock: acquireWrite() woken, a worker barging with acquireWriteSync()/releaseWrite(), another queued in acquireWriteSync()',
+      'rw-sync-loop', 'late-rw-waiter', () => new RWLock(), (l) => l.acquireWrite(UNREF),
+      (l) => l.writer === threadId]
+  ]) {
+    it(name, async () => {
+      const lock = make()
+      const word = new Int32Array(lock.buffer, lock.byteOffset, 1)
+      const ctl = control()
+      const barger = spawn(loopMode, lock, ctl)
+      const waiter = spawn(waiterMode, lock, ctl)
+      await allStarted(ctl, [barger, waiter], 2)
+      await sleep(20)
+      // A request that the fast path granted at once is released and made
+      // again, until one queues.
+      let request
+      for (let i = 0; ; i++) {
+        request = take(lock)
+        if (!mine(lock)) break
+        ;(await request)()
+        if (i === 200) throw new Error('every request was granted at once: the worker does not contend')
+        await sleep(1)
+      }
+      // Woken (and today kept so), or handed the lock while this thread is
+      // busy: either way a release reached the request, which waits for
+      // this thread's event loop.
+      const reached = spinUntil(() => (Atomics.load(word, 0) & LOCK_WOKEN) !== 0 || mine(lock), 1000)
+      assert.ok(reached, 'no release reached this thread\'s request while it was busy (the state under test); word ' +
+        (Atomics.load(word, 0) >>> 0).toString(16))
+      Atomics.store(ctl, GO, 1)
+      const done = spinUntil(() => Atomics.load(ctl, DONE) === 1, BUSY)
+      const waited = Atomics.load(ctl, WAITED_US) / 1000
+      const t0 = performance.now()
+      const release = await within(request, 5000, 'this thread\'s request was not granted once its event loop ran')
+      const late = performance.now() - t0
+      release()
+      Atomics.store(ctl, STOP, 1)
+      await within(Promise.all([barger.done, waiter.done]), 10000, 'the workers did not stop')
+      assert.ok(done, `the queued blocking request was not granted within ${BUSY} ms while this thread's ` +
+        'woken request waited for its busy event loop')
+      assert.ok(waited < BUSY, `the blocking request waited ${waited} ms`)
+      // Served at the next release once it came to try: far less than a
+      // second even on a loaded machine.
+      assert.ok(late < 1000, `this thread's request was granted ${late.toFixed(0)} ms after its loop ran`)
     })
   }
 })
@@ -409,6 +487,12 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
     'AsyncLock.from(handle) twice': () => {
       const handle = new AsyncLock().handle
       return [AsyncLock.from(handle), AsyncLock.from(handle)]
+    },
+    // Two buffer objects on the same memory, as a handle posted twice to a
+    // worker arrives.
+    'AsyncLock.from() of a handle and of its structured clone': () => {
+      const handle = new AsyncLock().handle
+      return [AsyncLock.from(handle), AsyncLock.from(structuredClone(handle))]
     }
   }
   for (const [name, make] of Object.entries(pairs)) {
@@ -425,6 +509,40 @@ describe('two AsyncLock objects on one lock word in one thread wait for each oth
       ra2()
       await within(b.runExclusive(() => {}, UNREF), 2000, 'b.runExclusive() never ran on a free lock')
       assert.strictEqual(a.locked, false)
+    })
+
+    it(`${name}: a request made through one while this thread holds the lock through it settles once the other releases`, async () => {
+      const [a, b] = make().map(track)
+      // Issue 24, 3.1: any code of the holding thread may release.
+      a.lock()
+      const p1 = a.acquire(UNREF)
+      b.unlock()
+      const r1 = await within(p1, 2000, 'a.acquire() never settled after b.unlock() released the lock')
+      r1()
+      assert.strictEqual(a.locked, false)
+      a.lock()
+      b.unlock()
+      b.lock()
+      const p2 = a.acquire(UNREF)
+      b.unlock()
+      const r2 = await within(p2, 2000, 'a.acquire() never settled after a.lock(), b.unlock(), b.lock(), b.unlock()')
+      r2()
+      assert.strictEqual(a.locked, false)
+      assert.strictEqual(a.waiting, 0)
+    })
+
+    it(`${name}: this thread's requests through both are granted in the order it made them`, async () => {
+      const [a, b] = make().map(track)
+      for (const holder of [a, b, null]) {
+        if (holder !== null) holder.lock()
+        const order = []
+        const runs = [[b, 'b1'], [a, 'a1'], [b, 'b2'], [a, 'a2']].map(([lock, tag]) =>
+          lock.runExclusive(() => { order.push(tag) }, UNREF))
+        if (holder !== null) holder.unlock()
+        await within(Promise.all(runs), 2000, 'the requests were not all granted')
+        assert.deepStrictEqual(order, ['b1', 'a1', 'b2', 'a2'], `holding through ${holder === a ? 'a' : holder === b ? 'b' : 'neither'}`)
+        assert.strictEqual(a.locked, false)
+      }
     })
 
     it(`${name}: the same, many rounds, while a worker contends`, async () => {
@@ -573,6 +691,40 @@ describe('a spent release function never releases another hold', function () {
         r2()
       }
       await w.run(inWorker, undefined, 5000)
+    })
+  }
+
+  // Issue 24, 3.9: the hold ended by the thread's other release API, not
+  // by the release function, which is then spent all the same.
+  for (const [name, make, acquire, release, stillHeld] of [
+    ['AsyncLock (unlock())', () => track(new AsyncLock()), (p) => p.acquire(), (p) => p.unlock(),
+      (p) => p.owner === threadId],
+    ['AsyncLock (the other object\'s unlock())', () => track(new AsyncLock()), (p) => p.acquire(),
+      (p) => AsyncLock.from(p.handle).unlock(), (p) => p.owner === threadId],
+    ['RWLock write (releaseWrite())', () => new RWLock(), (p) => p.acquireWrite(), (p) => p.releaseWrite(),
+      (p) => p.writer === threadId]
+  ]) {
+    it(`${name}: a release function whose hold was ended otherwise leaves a later hold in place`, async () => {
+      const p = make()
+      // Taken on the fast path, then queued behind this thread's own hold.
+      for (const form of ['free', 'queued']) {
+        const r0 = form === 'queued' ? await acquire(p) : null
+        const first = acquire(p)
+        if (r0 !== null) r0()
+        const r1 = await within(first, 2000, 'the first acquire() never settled')
+        release(p)
+        const r2 = await within(acquire(p), 2000, 'the second acquire() never settled')
+        try {
+          r1()
+        } catch (err) {
+          assert.ok(err instanceof Error)
+        }
+        assert.ok(stillHeld(p), `${name}, ${form}: the spent release function released the second hold`)
+        await null
+        assert.ok(stillHeld(p), `${name}, ${form}: the second hold was released`)
+        r2()
+        assert.ok(!stillHeld(p))
+      }
     })
   }
 
@@ -1016,6 +1168,55 @@ describe('a thread\'s own requests are granted in the order it made them', funct
     Atomics.store(ctl, STOP, 1)
     await within(hammer.done, 10000, 'the hammer did not stop')
     assert.deepStrictEqual(failures, [])
+  })
+})
+
+describe('a holder\'s own request takes its place in the order of first arrival', function () {
+  endWorkers()
+  this.timeout(30000)
+
+  // Issue 24, 3.10. Worker 1 queues in lock(); then this thread, holding
+  // the lock, makes a promise request; then workers 2 and 3 queue in
+  // lock(). The release (worker 1 has starved: a hand-off is due) goes to
+  // worker 1. This thread's request arrived before workers 2 and 3: it
+  // must be granted before worker 3 at the latest. (It is asleep in its
+  // event loop when worker 1 releases, so worker 2, whose thread can take
+  // the lock up at once, may be handed it first, while this thread's
+  // request is called to come: src/lock.c, I7. The workers hold the lock
+  // 20 ms, so that this thread's loop comes meanwhile.)
+  it('AsyncLock: worker 1 lock(), this thread (holding) acquire(), workers 2 and 3 lock()', async () => {
+    const lock = track(new AsyncLock())
+    const order = new Int32Array(new SharedArrayBuffer(4 * 8))
+    const workers = await started(...[1, 2, 3].map(() => new TestWorker({ locks: [lock], data: { order } })))
+    const runs = []
+    const queueWorker = async (tag) => {
+      const n = lock.waiting + 1
+      runs.push(workers[tag - 1].run(({ locks, workerData }, tag) => {
+        locks[0].lock()
+        workerData.order[Atomics.add(workerData.order, 0, 1) + 1] = tag
+        // Long enough for this thread's event loop to come meanwhile.
+        const end = performance.now() + 20
+        while (performance.now() < end);
+        locks[0].unlock()
+      }, tag, 20000))
+      await until(() => lock.waiting === n, `worker ${tag}'s request did not queue`)
+    }
+    lock.lock()
+    await queueWorker(1)
+    runs.push(lock.acquire(UNREF).then((release) => {
+      order[Atomics.add(order, 0, 1) + 1] = 9
+      release()
+    }))
+    await sleep(2) // the arrivals are apart on every clock
+    await queueWorker(2)
+    await queueWorker(3)
+    await sleep(3) // worker 1 starves
+    lock.unlock()
+    await within(Promise.all(runs), 10000, 'not every request was granted')
+    const got = [...order.subarray(1, 1 + order[0])]
+    assert.strictEqual(got[0], 1, `granted in the order ${got}`)
+    assert.ok(got.indexOf(9) < got.indexOf(3), `this thread's request was granted after worker 3's, which came later: ${got}`)
+    assert.strictEqual(lock.locked, false)
   })
 })
 

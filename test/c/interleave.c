@@ -26,6 +26,19 @@
  *   - a dead owner's lock is taken over only with OWNER_DIED said, and
  *     a grant that said it but whose thread died before it ran passes it
  *     on to the next exclusive holder;
+ *   - order (src/lock.c, I5 and I7): a release hands the lock only to a
+ *     request that can take it up at once (a parked thread's, marked
+ *     `park` in a script; an event loop's that came to try and sleeps
+ *     again; the releasing thread's own), never to an event loop's request
+ *     woken and on its way or asleep since it queued, and to the oldest of
+ *     them; a request made earlier and kept in its thread's queue (`early`)
+ *     counts from then;
+ *   - starvation: a release while such a request has waited 1 ms hands it
+ *     the lock, and once it has, at most one hold begins before it (a
+ *     barger that took a word that was free already);
+ *   - readers: the readers at the head are let in together (no read
+ *     request sleeps while no writer holds the word or waits before it),
+ *     and no new reader passes a queued or woken writer;
  * at quiescence (nobody can move) no request still sleeps; and at the end
  * the word is 0 with no waiter left. A semaphore word (src/sem.c) has its
  * own invariants: the permits held, on their way to a grantee, lost with
@@ -47,6 +60,15 @@
  * that replays are exact and the 1 ms starvation threshold passes only when
  * a script says so (the `tick` operation).
  *
+ * test/c/run.sh also builds this file against cores with a known bug
+ * injected (-DTL_INJECT_BUG=n: readers let in one per pass, new readers
+ * passing a queued writer, a hand-off that skips the oldest, hand-offs to
+ * an event loop's request that is not there) and expects each to fail.
+ *
+ * The JavaScript fast paths copied below read the word through the same
+ * constants as lib/LockWord.js (waiters.h: LOCK_SHORTCUT_MASK,
+ * WRITE_SHORTCUT_MASK, SHORTCUT_IF and the owner masks).
+ *
  * A failing scenario prints, for each kind of violation it found, the
  * shortest schedule that shows it. Environment:
  *   TL_SCENARIO=a,b          run only these scenarios
@@ -62,7 +84,7 @@
 #define IL_MAX_THREADS 3
 /* The id of the thread that takes over a dead owner's word at the end. */
 #define IL_JANITOR (IL_MAX_THREADS + 1)
-#define IL_MAX_OPS 6
+#define IL_MAX_OPS 8
 #define IL_MAX_DEPTH 128
 #define IL_NOTE_MAX 4096
 #define IL_MAX_KINDS 8
@@ -207,6 +229,34 @@ static const il_scenario_t il_scenarios[] = {
     "a reader dies with a read lock and a read request queued behind a "
     "writer",
     0 },
+  { "lock-loop-busy", IL_WORD_LOCK,
+    "acq rel | acq rel acq tick relh acq rel | park acq rel",
+    "an event loop's request woken and on its way while its loop is busy: "
+    "a barging thread's releases and a parked waiter that starves behind "
+    "it (issue 24, item 1)",
+    0 },
+  { "lock-loop-came", IL_WORD_LOCK,
+    "acq tick rel | acq rel acq rel | park acq rel",
+    "an event loop's request that came, found the lock taken and starves "
+    "is served at the next release, before a parked waiter behind it",
+    0 },
+  { "lock-holder-order", IL_WORD_LOCK,
+    "acq tick relh acq rel | park acq rel | park early acq rel",
+    "a request that waited in its thread's queue since the start takes its "
+    "place before the waiters that came later (issue 24, item 3.10)",
+    0 },
+  { "rw-readers-batch", IL_WORD_RW, "acqW relW | acqR relR | acqR relR",
+    "readers queued behind a writer are let in together when it releases", 0 },
+  { "rw-reader-behind-writer", IL_WORD_RW, "acqR relR | acqW relW | acqR relR",
+    "a new reader queues behind a queued writer (writer preference)", 0 },
+  { "lock-handoff-order", IL_WORD_LOCK,
+    "acq tick rel | park acq rel | park acq rel",
+    "a hand-off goes to the oldest of two parked waiters", 0 },
+  { "rw-loop-busy", IL_WORD_RW,
+    "acqW relW | acqW relW acqW tick relhW | park acqW relW",
+    "the same for writers: a woken promise writer on its way, a barging "
+    "writer, a parked writer that starves",
+    0 },
   { "sem-basic", IL_WORD_SEM, "acq1 rel1 acq2 rel2 | acq2 rel2 | acq1 rel1",
     "1- and 2-permit requests of 2 permits barge, queue and are woken", 2 },
   { "sem-chain", IL_WORD_SEM, "acq2 rel2 acq1 rel1 | acq1 rel1 | acq1 rel1",
@@ -276,6 +326,19 @@ typedef struct {
   unsigned req_seq;    /* semaphore: the order in which requests queued */
   int starve_seen;     /* semaphore: a release came while its request was
                           first and starving */
+  int parked;          /* a blocking thread (script `park`): its requests
+                          are taken up at once; otherwise an event loop's
+                          promise requests, which may not run for long */
+  int came;            /* its event-loop request came to try, found the
+                          word taken and sleeps again: it may be served */
+  int bypassed;        /* holds others began while its request had starved
+                          and could be taken up, other than grants to
+                          older waiters (at most 1: the next release
+                          serves it; a barger may take a free word once) */
+  int early;           /* script `early`: its first request was made at the
+                          start and waited in its thread's queue
+                          (lib/ThreadQueue.js) until its first step: it
+                          goes to the core with that arrival (I5) */
 } il_thread_t;
 
 typedef struct {
@@ -303,6 +366,9 @@ static struct {
   int news_owed;           /* a grant with OWNER_DIED died unused: the next
                               exclusive holder must be told (lock.c, I6) */
   int ticks;               /* IL_TICKs so far in this execution */
+  int releasing;           /* inside a lock or write release's core call */
+  il_thread_t *releaser;   /* the thread making it: running, so its own
+                              request can take the lock up at once */
   int reader_died;         /* a reader died holding; no writer told yet */
   int violated;
   const char *violation_kind;
@@ -493,6 +559,8 @@ il_woken(const il_thread_t *t)
 }
 
 static int il_starving(const il_thread_t *t);
+static void il_check_hand_off(const il_thread_t *t);
+static void il_check_bypass(const il_thread_t *t, int from_queue);
 
 /* What a thread holds: its delivered holds and a grant on its way to it. */
 static int
@@ -522,6 +590,7 @@ il_hold(il_thread_t *t, int gate, int owner_died, int k, int from_queue)
     il_sem_hold(t, k, from_queue);
     return;
   }
+  il_check_bypass(t, from_queue);
   if (owner_died)
     il.dead_owner_reported = 1;
   if (il_exclusive(gate) && il.news_owed) {
@@ -568,6 +637,10 @@ il_settle(tl_waiter_t *w)
                  t->n, w->granted ? "granted" : "woken");
     return;
   }
+  if (w->granted && il.releasing && il_exclusive(t->req_gate))
+    il_check_hand_off(t);
+  if (!w->granted)
+    t->came = 0;
   t->req = IL_REQ_SETTLED;
   if (w->granted && w->owner_died)
     il.dead_owner_reported = 1;
@@ -641,6 +714,14 @@ il_none_starves(const il_thread_t *t)
   return il_clock < t->starves_at;
 }
 
+/* The holder's shortcut, as lib/LockWord.js reads it: the same constants
+ * (waiters.h, exported to JavaScript as binding.constants). */
+static int32_t
+il_shortcut_mask(int gate)
+{
+  return gate == TL_GATE_LOCK ? TL_LOCK_SHORTCUT_MASK : TL_WRITE_SHORTCUT_MASK;
+}
+
 /* lib/LockWord.js unlock(): the compare-exchange release of a word that is
  * exactly the thread's own id; or, within the slice, of a word with a
  * woken request on its way while nobody starves (what the core would do).
@@ -651,7 +732,6 @@ static int
 il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
 {
   int32_t v = atomic_load(IL_WORD);
-  int32_t died = gate == TL_GATE_LOCK ? TL_LOCK_OWNER_DIED : TL_RW_OWNER_DIED;
   int in_slice;
 
   if (gate == TL_GATE_READ) {
@@ -664,9 +744,7 @@ il_js_release(il_thread_t *t, int gate, int slice_over, uint32_t *amount)
   }
   in_slice = il_in_slice(t, slice_over);
   *amount = TL_LOCK_BARGE | (in_slice ? 0 : TL_LOCK_HANDOFF);
-  if (in_slice &&
-      (v & (TL_GATE_WAITERS | TL_LOCK_WOKEN | died)) ==
-          (TL_GATE_WAITERS | TL_LOCK_WOKEN) &&
+  if (in_slice && (v & il_shortcut_mask(gate)) == TL_SHORTCUT_IF &&
       il_none_starves(t)) {
     int starving = il_starving(t);
     if (atomic_compare_exchange_strong(IL_WORD, &v, v & ~il_owner_mask(gate))) {
@@ -720,25 +798,65 @@ il_request_amount(const il_thread_t *t, int gate, int k)
   return TL_LOCK_BARGE;
 }
 
+/* Writer preference: a new read request (`before`: just before its core
+ * call, to note whether another thread's write request waits; then after
+ * it took a read lock) never passes a queued or woken writer. */
+static void
+il_check_new_reader(const il_thread_t *t, int gate, int before)
+{
+  static int writer_waits;
+
+  if (gate != TL_GATE_READ)
+    return;
+  if (before) {
+    writer_waits = 0;
+    for (int i = 0; i < il.nthreads; i++) {
+      const il_thread_t *o = &il.t[i];
+      if (o != t && o->alive && o->req_gate == TL_GATE_WRITE &&
+          (o->req == IL_REQ_QUEUED || il_woken(o)))
+        writer_waits = o->n;
+    }
+    return;
+  }
+  if (writer_waits)
+    il_violation("T%d's new read request took a read lock while T%d's write "
+                 "request waited: no new reader passes a queued writer",
+                 t->n, writer_waits);
+}
+
 /* The async request after a failed fast path: tl_gate_acquire_async. */
 static void
 il_core_request(il_thread_t *t, int gate, int k)
 {
   uint32_t amount = il_request_amount(t, gate, k);
+  int early = t->early; /* only its first request */
   int r;
 
+  t->early = 0;
+  t->bypassed = 0;
   tl_waiter_init_async(&t->w, il_settle);
+  /* The core tells a parked thread's request from an event loop's by this
+   * field alone (lock.c, I7); the checker delivers both when it likes. */
+  t->w.on_loop = (uint8_t)!t->parked;
+  t->came = 0;
   t->req = IL_REQ_CALLING;
   t->req_gate = gate;
-  t->req_ticks = il.ticks;
+  t->req_ticks = early ? 0 : il.ticks;
   t->starve_seen = 0;
-  r = tl_gate_acquire_async(&t->w, &il.word, gate, t->id, amount);
-  il_note("core acquire_async -> %s", il_result_str(r));
+  il_check_new_reader(t, gate, 1);
+  r = tl_gate_acquire_async_at(&t->w, &il.word, gate, t->id, amount,
+                               early ? il_clock - IL_CLOCK_START_NS : 0);
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED)
+    il_check_new_reader(t, gate, 0);
+  il_note("core acquire_async%s -> %s", early ? " (made at the start)" : "",
+          il_result_str(r));
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
     t->req = IL_REQ_NONE;
     il_hold(t, gate, r == TL_RESULT_OWNER_DIED, k, 0);
   } else if (r == TL_RESULT_PENDING) {
-    t->req_seq = il.seq++;
+    /* The order of first arrival: a request made at the start comes
+     * before every other (il.seq starts at 1). */
+    t->req_seq = early ? 0 : il.seq++;
     if (t->req == IL_REQ_CALLING)
       t->req = IL_REQ_QUEUED;
   } else {
@@ -770,8 +888,10 @@ il_core_deliver(il_thread_t *t)
     t->req = IL_REQ_NONE;
     il_hold(t, t->req_gate, r == TL_RESULT_OWNER_DIED, (int)t->w.amount, 1);
   } else if (r == TL_RESULT_PENDING) {
-    if (t->req == IL_REQ_CALLING)
+    if (t->req == IL_REQ_CALLING) {
       t->req = IL_REQ_QUEUED;
+      t->came = 1;
+    }
   } else {
     t->req = IL_REQ_NONE;
     il_violation("T%d's retry returned %s", t->n, il_result_str(r));
@@ -818,8 +938,13 @@ static void
 il_core_try(il_thread_t *t, int gate, int k)
 {
   int own_waits = t->req == IL_REQ_QUEUED || il_woken(t);
-  int r = tl_gate_acquire(&il.word, gate, t->id, il_request_amount(t, gate, k),
-                          0, NULL);
+  int r;
+
+  il_check_new_reader(t, gate, 1);
+  r = tl_gate_acquire(&il.word, gate, t->id, il_request_amount(t, gate, k), 0,
+                      NULL);
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED)
+    il_check_new_reader(t, gate, 0);
 
   il_note("core acquire (sync, timeout 0) -> %s", il_result_str(r));
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED)
@@ -836,18 +961,78 @@ il_core_try(il_thread_t *t, int gate, int k)
                  t->req == IL_REQ_QUEUED ? "queued" : "woken");
 }
 
-/* Whether another thread's request has waited TL_POLICY_STARVING_NS: a
- * tick passed since it queued, and it is still queued or woken. */
+/* Whether the thread of `o`'s request can take up a grant at once (lock.c,
+ * I7): a parked thread's, or an event loop's that came to try and sleeps
+ * again. An event loop's request asleep since it queued, or woken and on
+ * its way, may not run for hundreds of milliseconds. */
+static int
+il_runs_at_once(const il_thread_t *o)
+{
+  return o->alive &&
+         ((o->parked && (o->req == IL_REQ_QUEUED || il_woken(o))) ||
+          (o->came && o->req == IL_REQ_QUEUED) ||
+          (il.releasing && o == il.releaser && o->req == IL_REQ_QUEUED));
+}
+
+/* Whether another thread's request that a release must serve has waited
+ * TL_POLICY_STARVING_NS: a tick passed since it queued, it is still queued
+ * or woken, and its thread can take the lock up at once. */
 static int
 il_starving(const il_thread_t *t)
 {
   for (int i = 0; i < il.nthreads; i++) {
     const il_thread_t *o = &il.t[i];
-    if (o != t && o->alive && (o->req == IL_REQ_QUEUED || il_woken(o)) &&
-        o->req_ticks < il.ticks)
+    if (o != t && il_runs_at_once(o) && o->req_ticks < il.ticks)
       return 1;
   }
   return 0;
+}
+
+/* A release handed the lock or write lock to `t` (inside the release, from
+ * the settle callback). I7: never to an event loop's request that is not
+ * there to take it up (its loop may be busy for long, and the lock would
+ * sit held meanwhile); I5: to the oldest request that can take it up. */
+static void
+il_check_hand_off(const il_thread_t *t)
+{
+  if (!t->parked && !t->came && t != il.releaser)
+    il_violation("a release handed the %s to T%d's event-loop request, "
+                 "whose thread has not come to take it (woken and on its "
+                 "way, or asleep since it queued): it would sit held for as "
+                 "long as that loop is busy",
+                 il_gate_str(t->req_gate), t->n);
+  for (int i = 0; i < il.nthreads; i++) {
+    const il_thread_t *o = &il.t[i];
+    if (o != t && il_runs_at_once(o) && il_exclusive(o->req_gate) &&
+        o->req_seq < t->req_seq)
+      il_violation("a release handed the %s to T%d while T%d, queued "
+                   "before it, could take it up at once: a hand-off goes "
+                   "to the oldest (I5)",
+                   il_gate_str(t->req_gate), t->n, o->n);
+  }
+}
+
+/* `t` begins a hold (lock, write or read lock). Every other request that
+ * had starved and could take the lock up is passed over once more, unless
+ * `t`'s was granted from the queue and is older (I5): once starving, a
+ * request is passed over at most once (a barger may take a word that was
+ * free when it began to starve; the next release serves it). */
+static void
+il_check_bypass(const il_thread_t *t, int from_queue)
+{
+  for (int i = 0; i < il.nthreads; i++) {
+    il_thread_t *o = &il.t[i];
+    if (o == t || !il_runs_at_once(o) || !il_exclusive(o->req_gate) ||
+        o->req_ticks >= il.ticks)
+      continue;
+    if (from_queue && t->req_seq < o->req_seq)
+      continue;
+    if (++o->bypassed > 1)
+      il_violation("T%d's %s request had waited 1 ms and could take the "
+                   "lock up, and was passed over %d times (T%d is the "
+                   "last): once starving, at most once",
+                   o->n, il_gate_str(o->req_gate), o->bypassed, t->n);
+  }
 }
 
 /* The bound the README promises: a release (of the lock or a write lock,
@@ -907,9 +1092,14 @@ il_core_release(il_thread_t *t, int gate, uint32_t amount)
   }
   starving = gate != TL_GATE_READ && il_starving(t);
   int64_t left_ns = -1;
-  int r = gate == TL_GATE_READ
-              ? tl_gate_release(&il.word, gate, t->id, amount)
-              : tl_lock_release_ex(&il.word, gate, t->id, amount, &left_ns);
+  int r;
+
+  il.releasing = gate != TL_GATE_READ;
+  il.releaser = t;
+  r = gate == TL_GATE_READ
+          ? tl_gate_release(&il.word, gate, t->id, amount)
+          : tl_lock_release_ex(&il.word, gate, t->id, amount, &left_ns);
+  il.releasing = 0;
 
   t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
   il_note("core release%s -> %s", amount & TL_LOCK_HANDOFF ? " (handoff)" : "",
@@ -918,28 +1108,6 @@ il_core_release(il_thread_t *t, int gate, uint32_t amount)
     il_violation("T%d's %s release returned %s", t->n, il_gate_str(gate),
                  il_result_str(r));
   il_check_starving_release(t, gate, starving, 0);
-}
-
-/* lib/AsyncLock.js unlock() with a request of its own queued: LockWord.keep,
- * a compare-free check while nobody waits, the core otherwise. Returns 1 if
- * the thread keeps the lock. */
-static int
-il_core_keep(il_thread_t *t, int gate)
-{
-  int starving = il_starving(t);
-  int64_t left_ns = -1;
-  int r = tl_lock_release_ex(&il.word, gate, t->id,
-                             TL_LOCK_BARGE | TL_LOCK_KEEP |
-                                 (il_in_slice(t, 0) ? 0 : TL_LOCK_HANDOFF),
-                             &left_ns);
-
-  t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
-  il_note("core release (keep) -> %s",
-          r == TL_RESULT_ACQUIRED ? "kept" : il_result_str(r));
-  if (r != 0 && r != TL_RESULT_ACQUIRED)
-    il_violation("T%d's keep returned %s", t->n, il_result_str(r));
-  il_check_starving_release(t, gate, starving, r == TL_RESULT_ACQUIRED);
-  return r == TL_RESULT_ACQUIRED;
 }
 
 /* Thread death, as src/env.c tears an env down: each request is cancelled,
@@ -1148,6 +1316,27 @@ il_check_state(void)
                  ws);
   if (woken > 1)
     il_violation("%d requests are woken at once", woken);
+  /* A reader batch is let in together: no read request sleeps while no
+   * writer holds the word and no write request queued before it waits. */
+  if (!lock && !(v & TL_RW_WRITER)) {
+    for (int i = 0; i < il.nthreads; i++) {
+      const il_thread_t *r = &il.t[i];
+      int writer_ahead = 0;
+      if (!r->alive || r->req != IL_REQ_QUEUED || r->req_gate != TL_GATE_READ)
+        continue;
+      for (int j = 0; j < il.nthreads; j++) {
+        const il_thread_t *o = &il.t[j];
+        if (o->alive && o->req_gate == TL_GATE_WRITE &&
+            (o->req == IL_REQ_QUEUED || il_woken(o)) && o->req_seq < r->req_seq)
+          writer_ahead = 1;
+      }
+      if (!writer_ahead)
+        il_violation("T%d's read request sleeps though no writer holds the "
+                     "lock or waits before it (%s): the readers at the head "
+                     "are let in together",
+                     r->n, ws);
+    }
+  }
   if (owner == 0 && word_readers == 0 && queued > 0 && woken == 0)
     il_violation("the word is free, %d request(s) sleep on it and none is "
                  "woken to take it (%s)",
@@ -1328,14 +1517,13 @@ il_step(il_thread_t *t)
     il_core_release(t, gate, t->cont_arg);
     return;
   case IL_CONT_KEEP:
-    if (il_core_keep(t, gate)) {
-      t->cont = IL_CONT_NONE;
-      t->pc++;
-      return;
-    }
-    /* Released: the thread's next request queues in the core. */
-    t->excl--;
-    t->cont = IL_CONT_ACQ;
+    /* lib/AsyncLock.js unlock(): the core decides, so the thread's next
+     * request goes there first, while it holds the lock (it takes its place
+     * by its arrival); the release follows, which passes the lock to it
+     * while no hand-off is due (lock.c). */
+    il_core_request(t, gate, 0);
+    t->cont = IL_CONT_RELEASE;
+    t->cont_arg = TL_LOCK_BARGE | (il_in_slice(t, 0) ? 0 : TL_LOCK_HANDOFF);
     return;
   case IL_CONT_NONE:
     break;
@@ -1344,6 +1532,12 @@ il_step(il_thread_t *t)
     return;
   switch ((il_op_kind_t)op->kind) {
   case IL_ACQ:
+    if (t->early) {
+      /* It waited in its thread's queue: AsyncLock sends it to the core. */
+      il_note("made at the start: to the core");
+      t->cont = IL_CONT_ACQ;
+      return;
+    }
     if (il_js_fast_acquire(t, gate, 1)) {
       il_note("fast path takes it");
       /* LockWord.ownerDied: the word's bit, kept while held. */
@@ -1410,9 +1604,11 @@ il_step(il_thread_t *t)
       return;
     }
     /* LockWord.keep: within the slice, nobody starving: what the core
-     * would answer. (il_core_keep counts the slice's grant otherwise.) */
-    if (!(atomic_load(IL_WORD) & TL_LOCK_OWNER_DIED) && t->slice_ticks >= 0 &&
-        t->slice_ticks == il.ticks && il_none_starves(t)) {
+     * would answer. (The release through the core counts the slice's
+     * grant otherwise.) */
+    if ((atomic_load(IL_WORD) & il_shortcut_mask(gate)) == TL_SHORTCUT_IF &&
+        t->slice_ticks >= 0 && t->slice_ticks == il.ticks &&
+        il_none_starves(t)) {
       if (il_starving(t))
         il_violation("T%d kept the lock for its own request while another "
                      "request had waited 1 ms",
@@ -1509,6 +1705,14 @@ il_parse(const il_scenario_t *sc)
       op.gate = TL_GATE_SEM;
       op.amount = (uint8_t)(tok[len - 1] - '0');
       tok[--len] = '\0';
+    }
+    if (strcmp(tok, "park") == 0) {
+      il.t[n].parked = 1;
+      continue;
+    }
+    if (strcmp(tok, "early") == 0) {
+      il.t[n].early = 1;
+      continue;
     }
     if (strcmp(tok, "acq") == 0)
       op.kind = IL_ACQ;
@@ -1639,9 +1843,10 @@ il_execute(int prefix)
   il_parse(il.sc);
   il.word = il.sc->kind == IL_WORD_SEM ? il.sc->permits : 0;
   il.lost = 0;
-  il.seq = 0;
+  il.seq = 1;
   il_clock = IL_CLOCK_START_NS;
   il.ticks = 0;
+  il.releasing = 0;
   il.reader_died = 0;
   il.violated = 0;
   il.dead_owner_reported = 0;

@@ -115,6 +115,42 @@ for variant in $variants; do
   done
 done
 
+# The checker must catch known bugs: each is built into the core with
+# -DTL_INJECT_BUG=n (src/lock.c, src/rwlock.c) and must break the protocol
+# in every scenario listed for it (TL_EXPECT_BUG=1 succeeds only then).
+#   1  readers let in one per pass               (a reader batch together)
+#   2  new readers pass a queued writer           (writer preference)
+#   3  a hand-off skips the oldest waiter         (I5: order)
+#   4  hand-offs to an event loop's request that  (I7, issue 24 item 1)
+#      is not there (the policy before I7)
+injections="1:rw-readers-batch 2:rw-reader-behind-writer 3:lock-handoff-order"
+injections="$injections 4:lock-loop-busy,rw-loop-busy"
+if [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" interleave "* ]]; then
+  for entry in $injections; do
+    n=${entry%%:*}
+    scenarios=${entry#*:}
+    bin=$out/interleave.bug$n
+    log=$out/interleave.bug$n.log
+    # shellcheck disable=SC2086
+    if ! $plain_cc $cflags -O2 -DTL_INJECT_BUG="$n" test/c/interleave.c \
+      $core -o "$bin" $libs >"$log" 2>&1; then
+      echo "FAIL interleave with bug $n: build"
+      sed 's/^/    /' "$log"
+      failed=$((failed + 1))
+      continue
+    fi
+    if TL_EXPECT_BUG=1 TL_SCENARIO=$scenarios "$bin" >"$log" 2>&1; then
+      printf "ok   interleave catches injected bug %s (%s)\n" "$n" "$scenarios"
+      passed=$((passed + 1))
+    else
+      printf "FAIL interleave misses injected bug %s (%s; log %s)\n" "$n" \
+        "$scenarios" "$log"
+      tail -n 20 "$log" | sed 's/^/    /'
+      failed=$((failed + 1))
+    fi
+  done
+fi
+
 echo "total $(($(date +%s) - start_all))s"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
