@@ -82,14 +82,20 @@ class Semaphore extends SharedSlot {
   /** Resolves with a release function once `k` permits are taken. */
   acquire (k, options) {
     try {
-      const n = readPermits(k, 'Semaphore.acquire')
-      const o = readAsyncOptions(options, 'Semaphore.acquire', true)
-      return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', n === 1 ? this.#releaseOne : () => this.release(n))
+      return this.#acquire(k, options, undefined, 'Semaphore.acquire')
     } catch (err) {
       // Bad permits or options, or a wrong receiver: reported through the
       // promise, as by every promise-returning method.
       return Promise.reject(err)
     }
+  }
+
+  // The promise form; `own` names option keys read by the caller, `where`
+  // the public method in messages.
+  #acquire (k, options, own, where) {
+    const n = readPermits(k, where)
+    const o = readAsyncOptions(options, where, true, own)
+    return gate.acquire(this.#gate, n, o, where, n === 1 ? this.#releaseOne : () => this.release(n))
   }
 
   /** Returns `k` permits; the core wakes or grants a queued request. */
@@ -109,8 +115,9 @@ class Semaphore extends SharedSlot {
   runExclusive (callback, options) {
     // A bad `options` must be reported as such by acquire(), not as bad
     // permits read from it.
-    return gate.runHolding(callback, 'Semaphore.runExclusive', () => this.acquire(
-      options !== null && typeof options === 'object' ? options.permits : undefined, options))
+    return gate.runHolding(callback, 'Semaphore.runExclusive', () => this.#acquire(
+      options !== null && typeof options === 'object' ? options.permits : undefined, options, ['permits'],
+      'Semaphore.runExclusive'))
   }
 }
 
