@@ -487,6 +487,14 @@ export declare class AsyncLock {
 }
 
 /**
+ * The count of a {@link Semaphore} request given inside its options
+ * object (`acquire({ permits: 2, timeout: 100 })`): 1 to 2^29 - 1, default 1.
+ */
+export interface PermitsOption {
+  permits?: number
+}
+
+/**
  * A counting semaphore shared by threads: a number of permits in one Int32
  * of a SharedArrayBuffer. A request takes permits whenever enough are
  * available, also while others wait; waiting requests are served in the
@@ -533,6 +541,8 @@ export declare class Semaphore {
    * @returns whether they were taken
    */
   tryAcquire (permits?: number): boolean
+  /** The same with the count as `{ permits }`. */
+  tryAcquire (options: PermitsOption): boolean
 
   /**
    * Blocks this thread until it took `permits` permits.
@@ -547,6 +557,8 @@ export declare class Semaphore {
    * @throws {LockError} `ETIMEDOUT` when the timeout ran out
    */
   acquireSync (permits?: number, options?: SyncOptions): void
+  /** The same with the count in the options: `acquireSync({ permits: 2, timeout: 100 })`. */
+  acquireSync (options: SyncOptions & PermitsOption): void
 
   /**
    * Resolves with a {@link Release} function (which returns the permits)
@@ -559,6 +571,8 @@ export declare class Semaphore {
    *   {@link AbortError}
    */
   acquire (permits?: number, options?: AcquireOptions): Promise<Release>
+  /** The same with the count in the options: `acquire({ permits: 2, timeout: 100 })`. */
+  acquire (options: AcquireOptions & PermitsOption): Promise<Release>
 
   /**
    * Returns permits and grants the waiting requests that now fit, oldest
@@ -580,7 +594,7 @@ export declare class Semaphore {
    */
   runExclusive<T> (
     callback: () => T | PromiseLike<T>,
-    options?: AcquireOptions & { permits?: number }
+    options?: AcquireOptions & PermitsOption
   ): Promise<T>
 }
 

@@ -20,6 +20,7 @@ import {
   RWLock,
   Release,
   Semaphore,
+  PermitsOption,
   WaitAsyncResult,
   WaitResult,
   notify,
@@ -139,6 +140,14 @@ expectError(sem.acquire(2, { blocking: false, timeout: 1 }))
 expectType<void>(sem.release(2))
 expectType<Promise<string>>(sem.runExclusive(() => 'x', { permits: 2, timeout: 5 }))
 expectError(new Semaphore('3'))
+// The count inside the options object, as runExclusive takes it.
+expectType<Promise<Release>>(sem.acquire({ permits: 2, timeout: 10, signal: AbortSignal.timeout(5), ref: false }))
+expectType<Promise<Release>>(sem.acquire({ timeout: 10 }))
+expectType<void>(sem.acquireSync({ permits: 2, timeout: 10 }))
+expectType<boolean>(sem.tryAcquire({ permits: 2 }))
+expectError(sem.tryAcquire({ permits: 2, timeout: 1 }))
+expectError(sem.acquire({ permits: '2' }))
+expectError(sem.acquire({ timout: 10 }))
 
 // RWLock.
 const rw = new RWLock()
@@ -264,3 +273,4 @@ expectType<Barrier>(new Barrier(2, { buffer: sab }))
 expectType<CountDownLatch>(new CountDownLatch(1, {}))
 expectError(new CountDownLatch({ buffer: sab }))
 expectAssignable<SlotOptions>({ buffer: sab, byteOffset: 4 })
+expectAssignable<PermitsOption>({ permits: 3 })

@@ -119,3 +119,48 @@ describe('methods refuse unknown options', () => {
     assert.strictEqual(r, 'exclusive')
   })
 })
+
+// Semaphore takes its count inside the options object too, as
+// runExclusive(cb, { permits }) always did (issue 27, item 2).
+describe('Semaphore: the count inside the options object', () => {
+  it('acquire({ permits, timeout }) takes that many permits and times out with that timeout', async () => {
+    const sem = new Semaphore(3)
+    const release = await sem.acquire({ permits: 2, timeout: 50 })
+    assert.strictEqual(sem.value, 1)
+    await assert.rejects(sem.acquire({ permits: 2, timeout: 5 }),
+      { code: 'ETIMEDOUT', message: 'Semaphore.acquire: not acquired within 5 ms' })
+    release()
+    assert.strictEqual(sem.value, 3)
+  })
+
+  it('acquire({ timeout, signal, ref, blocking }) without permits takes one', async () => {
+    const sem = new Semaphore(1)
+    const release = await sem.acquire({ timeout: 50, signal: new AbortController().signal, ref: false })
+    assert.strictEqual(sem.value, 0)
+    await assert.rejects(sem.acquire({ blocking: false }), { code: 'EBUSY' })
+    release()
+    assert.strictEqual(sem.value, 1)
+  })
+
+  it('acquireSync({ permits, timeout }) and tryAcquire({ permits })', () => {
+    const sem = new Semaphore(3)
+    sem.acquireSync({ permits: 2, timeout: 50 })
+    assert.strictEqual(sem.value, 1)
+    assert.throws(() => sem.acquireSync({ permits: 2, timeout: 1 }), { code: 'ETIMEDOUT' })
+    assert.strictEqual(sem.tryAcquire({ permits: 2 }), false)
+    assert.strictEqual(sem.tryAcquire({ permits: 1 }), true)
+    assert.strictEqual(sem.value, 0)
+    sem.release(3)
+  })
+
+  it('refuses a bad count, an unknown key, and options after the options object, changing nothing', async () => {
+    const sem = new Semaphore(3)
+    await assert.rejects(sem.acquire({ permits: 0 }), { name: 'RangeError', message: /^Semaphore\.acquire: permits must be an integer from 1/ })
+    await assert.rejects(sem.acquire({ permit: 2 }), { name: 'TypeError', message: "Semaphore.acquire: unknown option 'permit' (known: permits, blocking, timeout, signal, ref)" })
+    await assert.rejects(sem.acquire({ permits: 2 }, {}), { name: 'TypeError', message: /^Semaphore\.acquire: an options object must be the last argument/ })
+    await assert.rejects(sem.acquire(2, { permits: 2 }), { name: 'TypeError', message: "Semaphore.acquire: unknown option 'permits' (known: blocking, timeout, signal, ref)" })
+    assert.throws(() => sem.acquireSync({ permits: '2' }), { name: 'TypeError', message: /^Semaphore\.acquireSync: permits must be an integer/ })
+    assert.throws(() => sem.tryAcquire({ permits: 1, timeout: 1 }), { name: 'TypeError', message: "Semaphore.tryAcquire: unknown option 'timeout' (known: permits)" })
+    assert.strictEqual(sem.value, 3)
+  })
+})
