@@ -184,3 +184,33 @@ describe('every message starts with the method the user called', () => {
     assert.ok(locks instanceof LockManager)
   })
 })
+
+// A primitive posted itself instead of its handle arrives as an empty
+// object (its state is private); from() says what to post (issue 27, item 6).
+describe('from() of a primitive posted instead of its handle', () => {
+  const { MessageChannel, receiveMessageOnPort } = require('worker_threads')
+  const make = {
+    AsyncLock: () => new AsyncLock(),
+    Semaphore: () => new Semaphore(1),
+    RWLock: () => new RWLock(),
+    ConditionVariable: () => new ConditionVariable(),
+    Barrier: () => new Barrier(2),
+    CountDownLatch: () => new CountDownLatch(1)
+  }
+  for (const [name, create] of Object.entries(make)) {
+    it(`${name}.from says to post its handle`, () => {
+      const { port1, port2 } = new MessageChannel()
+      port1.postMessage(create())
+      const { message } = receiveMessageOnPort(port2)
+      port1.close()
+      assert.throws(() => CLASSES[name].from(message), {
+        name: 'TypeError',
+        message: `${name}.from: the handle has no buffer; post the primitive's handle (lock.handle), not the ${name} itself, which arrives as an empty object, and call ${name}.from(handle) there`
+      })
+    })
+  }
+
+  it('a handle written by hand without a buffer is still refused as before', () => {
+    assert.throws(() => AsyncLock.from({ type: 'AsyncLock' }), { name: 'TypeError', message: /^AsyncLock\.from: buffer must be a SharedArrayBuffer/ })
+  })
+})
