@@ -237,6 +237,17 @@ export interface AsyncLockHandle extends Handle<'AsyncLock'> {
   readonly fifo: boolean
 }
 
+/** The handle of a {@link Semaphore}, for `Semaphore.from()` in another thread. */
+export type SemaphoreHandle = Handle<'Semaphore'>
+/** The handle of an {@link RWLock}, for `RWLock.from()` in another thread. */
+export type RWLockHandle = Handle<'RWLock'>
+/** The handle of a {@link ConditionVariable}, for `ConditionVariable.from()`. */
+export type ConditionVariableHandle = Handle<'ConditionVariable'>
+/** The handle of a {@link Barrier}, for `Barrier.from()` in another thread. */
+export type BarrierHandle = Handle<'Barrier'>
+/** The handle of a {@link CountDownLatch}, for `CountDownLatch.from()`. */
+export type CountDownLatchHandle = Handle<'CountDownLatch'>
+
 /** A handle to reopen an {@link AsyncLock} from; `fifo` defaults to false. */
 export interface AsyncLockHandleLike extends HandleLike<'AsyncLock'> {
   fifo?: boolean
@@ -528,7 +539,7 @@ export declare class Semaphore {
   static from (handle: HandleLike<'Semaphore'>): Semaphore
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'Semaphore'>
+  readonly handle: SemaphoreHandle
   /** Permits available at this moment. */
   readonly value: number
   /** Requests waiting at this moment, in all threads. */
@@ -632,7 +643,7 @@ export declare class RWLock {
   static from (handle: HandleLike<'RWLock'>): RWLock
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'RWLock'>
+  readonly handle: RWLockHandle
   /** How many read locks are held at this moment. */
   readonly readers: number
   /** The `threadId` of the thread holding the write lock, or `null`. */
@@ -764,7 +775,7 @@ export declare class ConditionVariable {
   static from (handle: HandleLike<'ConditionVariable'>): ConditionVariable
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'ConditionVariable'>
+  readonly handle: ConditionVariableHandle
   /** Waits pending at this moment, in all threads. */
   readonly waiting: number
 
@@ -835,7 +846,7 @@ export declare class Barrier {
   static from (handle: HandleLike<'Barrier'>): Barrier
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'Barrier'>
+  readonly handle: BarrierHandle
   /** How many arrivals complete a phase. */
   readonly parties: number
   /** Arrivals in the current phase so far. */
@@ -892,7 +903,7 @@ export declare class CountDownLatch {
   static from (handle: HandleLike<'CountDownLatch'>): CountDownLatch
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'CountDownLatch'>
+  readonly handle: CountDownLatchHandle
   /** The count at this moment. */
   readonly count: number
 

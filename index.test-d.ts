@@ -4,6 +4,11 @@ import {
   AbortSignalLike,
   AsyncLock,
   AsyncLockHandle,
+  BarrierHandle,
+  ConditionVariableHandle,
+  CountDownLatchHandle,
+  RWLockHandle,
+  SemaphoreHandle,
   Barrier,
   ConditionVariable,
   CountDownLatch,
@@ -274,3 +279,15 @@ expectType<CountDownLatch>(new CountDownLatch(1, {}))
 expectError(new CountDownLatch({ buffer: sab }))
 expectAssignable<SlotOptions>({ buffer: sab, byteOffset: 4 })
 expectAssignable<PermitsOption>({ permits: 3 })
+
+// One named handle type per primitive (what a worker receives).
+expectType<SemaphoreHandle>(new Semaphore(1).handle)
+expectType<RWLockHandle>(new RWLock().handle)
+expectType<ConditionVariableHandle>(new ConditionVariable().handle)
+expectType<BarrierHandle>(new Barrier(2).handle)
+expectType<CountDownLatchHandle>(new CountDownLatch(1).handle)
+expectType<AsyncLockHandle>(new AsyncLock().handle)
+expectType<'RWLock'>(({} as RWLockHandle).type)
+expectNotAssignable<SemaphoreHandle>(new RWLock().handle)
+expectType<RWLock>(RWLock.from({} as RWLockHandle))
+expectError(Semaphore.from({} as BarrierHandle))
