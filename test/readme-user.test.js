@@ -26,3 +26,13 @@ describe('README for a new user', () => {
     assert.ok(pkg.scripts.install)
   })
 })
+
+describe('README: Coming from proper-lockfile', () => {
+  it('has the section, pointing at the full mapping in docs/api.md', () => {
+    const start = readme.indexOf('\n### Coming from proper-lockfile\n')
+    assert.ok(start >= 0, 'README.md has no "### Coming from proper-lockfile"')
+    const text = readme.slice(start, readme.indexOf('\n#', start + 1))
+    assert.match(text, /threadlock\/lockfile/)
+    assert.match(text, /docs\/api\.md#threadlocklockfile/)
+  })
+})

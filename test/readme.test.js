@@ -299,7 +299,7 @@ describe('docs/api.md', function () {
   })
 
   // The other entry points: every export named in its own section.
-  const entries = [['threadlock/postgres', 'postgres.js'], ['threadlock/host', 'host.js']]
+  const entries = [['threadlock/postgres', 'postgres.js'], ['threadlock/host', 'host.js'], ['threadlock/lockfile', 'lockfile.js']]
   for (const [entry, file] of entries) {
     it(`names every export of ${entry} in its section`, function () {
       if (!fs.existsSync(path.join(root, file))) {
