@@ -57,7 +57,7 @@ function readHandle (handle, where) {
     // What arrives of a primitive posted itself: its state is private, so
     // structured cloning leaves an empty object.
     const cls = where.slice(0, where.indexOf('.'))
-    throw new TypeError(`${where}: the handle has no buffer; post the primitive's handle (lock.handle), not the ${cls} itself, which arrives as an empty object, and call ${cls}.from(handle) there`)
+    throw new TypeError(`${where}: the handle has no buffer (a SharedArrayBuffer); post the primitive's handle (lock.handle), not the ${cls} itself, which arrives as an empty object, and call ${cls}.from(handle) there`)
   }
   if (type !== undefined && typeof type !== 'string') {
     throw new TypeError(`${where}: handle.type must be the name of a primitive, received ${describe(type)}`)

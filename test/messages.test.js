@@ -205,7 +205,7 @@ describe('from() of a primitive posted instead of its handle', () => {
       port1.close()
       assert.throws(() => CLASSES[name].from(message), {
         name: 'TypeError',
-        message: `${name}.from: the handle has no buffer; post the primitive's handle (lock.handle), not the ${name} itself, which arrives as an empty object, and call ${name}.from(handle) there`
+        message: `${name}.from: the handle has no buffer (a SharedArrayBuffer); post the primitive's handle (lock.handle), not the ${name} itself, which arrives as an empty object, and call ${name}.from(handle) there`
       })
     })
   }
