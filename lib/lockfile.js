@@ -239,9 +239,13 @@ function createLockfile (hostOptions) {
     }
   }
 
+  // Whether this process holds the lock `name` (a lock() still waiting
+  // for it has an entry without `release`).
+  const holds = (name) => held.has(name) && held.get(name).release !== undefined
+
   function unlockHeld (name, file, where) {
     const entry = held.get(name)
-    if (entry === undefined) throw lockfileError('ENOTACQUIRED', where, `${file} is not locked by this process`, file)
+    if (entry === undefined || entry.release === undefined) throw lockfileError('ENOTACQUIRED', where, `${file} is not locked by this process`, file)
     held.delete(name)
     entry.release()
   }
@@ -265,7 +269,7 @@ function createLockfile (hostOptions) {
     checkFile(file, where)
     const o = readOptions(options, CHECK_KEYS, where)
     const name = await resolve(file, o)
-    if (held.has(name)) return true
+    if (holds(name)) return true
     const { held: locked } = await getManager().query()
     return locked.some((l) => l.name === name)
   }
@@ -278,7 +282,7 @@ function createLockfile (hostOptions) {
     checkFile(file, where)
     const o = readOptions(options, CHECK_KEYS, where)
     const name = resolveSync(file, o)
-    if (held.has(name)) return true
+    if (holds(name)) return true
     const probe = getManager().requestSync(name, { mode: 'shared', ifAvailable: true })
     if (probe === null) return true
     probe.release()

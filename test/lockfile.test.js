@@ -237,3 +237,32 @@ describe('threadlock/lockfile', function () {
     assert.throws(() => lf.unlockSync(file, { retries: 1 }), { name: 'TypeError', message: /^lockfile\.unlockSync: unknown option 'retries'/ })
   })
 })
+
+describe('threadlock/lockfile: a lock() still waiting', function () {
+  this.timeout(30000)
+  before(function () {
+    if (!hostSupported) this.skip()
+  })
+
+  it('is not held: unlock() is ENOTACQUIRED and check() answers for the holder, not for the waiter', async () => {
+    const dir = tempDir()
+    try {
+      const a = createLockfile({ path: path.join(dir, 'host') })
+      const b = createLockfile({ path: path.join(dir, 'host') }) // another record of held locks, as another process has
+      const file = path.join(dir, 'f')
+      fs.writeFileSync(file, '')
+      const release = b.lockSync(file)
+      const waiting = a.lock(file, { retries: { retries: 5, minTimeout: 200 } })
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      await assert.rejects(a.unlock(file), { code: 'ENOTACQUIRED' })
+      assert.strictEqual(await a.check(file), true) // b holds it
+      release()
+      const r = await waiting
+      assert.strictEqual(await a.check(file), true)
+      await r()
+      assert.strictEqual(await a.check(file), false)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
