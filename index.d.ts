@@ -237,6 +237,17 @@ export interface AsyncLockHandle extends Handle<'AsyncLock'> {
   readonly fifo: boolean
 }
 
+/** The handle of a {@link Semaphore}, for `Semaphore.from()` in another thread. */
+export type SemaphoreHandle = Handle<'Semaphore'>
+/** The handle of an {@link RWLock}, for `RWLock.from()` in another thread. */
+export type RWLockHandle = Handle<'RWLock'>
+/** The handle of a {@link ConditionVariable}, for `ConditionVariable.from()`. */
+export type ConditionVariableHandle = Handle<'ConditionVariable'>
+/** The handle of a {@link Barrier}, for `Barrier.from()` in another thread. */
+export type BarrierHandle = Handle<'Barrier'>
+/** The handle of a {@link CountDownLatch}, for `CountDownLatch.from()`. */
+export type CountDownLatchHandle = Handle<'CountDownLatch'>
+
 /** A handle to reopen an {@link AsyncLock} from; `fifo` defaults to false. */
 export interface AsyncLockHandleLike extends HandleLike<'AsyncLock'> {
   fifo?: boolean
@@ -489,6 +500,14 @@ export declare class AsyncLock {
 }
 
 /**
+ * The count of a {@link Semaphore} request given inside its options
+ * object (`acquire({ permits: 2, timeout: 100 })`): 1 to 2^29 - 1, default 1.
+ */
+export interface PermitsOption {
+  permits?: number
+}
+
+/**
  * A counting semaphore shared by threads: a number of permits in one Int32
  * of a SharedArrayBuffer. A request takes permits whenever enough are
  * available, also while others wait; waiting requests are served in the
@@ -522,7 +541,7 @@ export declare class Semaphore {
   static from (handle: HandleLike<'Semaphore'>): Semaphore
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'Semaphore'>
+  readonly handle: SemaphoreHandle
   /** Permits available at this moment. */
   readonly value: number
   /** Requests waiting at this moment, in all threads. */
@@ -535,6 +554,8 @@ export declare class Semaphore {
    * @returns whether they were taken
    */
   tryAcquire (permits?: number): boolean
+  /** The same with the count as `{ permits }`. */
+  tryAcquire (options: PermitsOption): boolean
 
   /**
    * Blocks this thread until it took `permits` permits.
@@ -549,6 +570,8 @@ export declare class Semaphore {
    * @throws {LockError} `ETIMEDOUT` when the timeout ran out
    */
   acquireSync (permits?: number, options?: SyncOptions): void
+  /** The same with the count in the options: `acquireSync({ permits: 2, timeout: 100 })`. */
+  acquireSync (options: SyncOptions & PermitsOption): void
 
   /**
    * Resolves with a {@link Release} function (which returns the permits)
@@ -561,6 +584,8 @@ export declare class Semaphore {
    *   {@link AbortError}
    */
   acquire (permits?: number, options?: AcquireOptions): Promise<Release>
+  /** The same with the count in the options: `acquire({ permits: 2, timeout: 100 })`. */
+  acquire (options: AcquireOptions & PermitsOption): Promise<Release>
 
   /**
    * Returns permits and grants the waiting requests that now fit, oldest
@@ -582,7 +607,7 @@ export declare class Semaphore {
    */
   runExclusive<T> (
     callback: () => T | PromiseLike<T>,
-    options?: AcquireOptions & { permits?: number }
+    options?: AcquireOptions & PermitsOption
   ): Promise<T>
 }
 
@@ -620,7 +645,7 @@ export declare class RWLock {
   static from (handle: HandleLike<'RWLock'>): RWLock
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'RWLock'>
+  readonly handle: RWLockHandle
   /** How many read locks are held at this moment. */
   readonly readers: number
   /** The `threadId` of the thread holding the write lock, or `null`. */
@@ -761,7 +786,7 @@ export declare class ConditionVariable {
   static from (handle: HandleLike<'ConditionVariable'>): ConditionVariable
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'ConditionVariable'>
+  readonly handle: ConditionVariableHandle
   /** Waits pending at this moment, in all threads. */
   readonly waiting: number
 
@@ -834,7 +859,7 @@ export declare class Barrier {
   static from (handle: HandleLike<'Barrier'>): Barrier
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'Barrier'>
+  readonly handle: BarrierHandle
   /** How many arrivals complete a phase. */
   readonly parties: number
   /** Arrivals in the current phase so far. */
@@ -891,7 +916,7 @@ export declare class CountDownLatch {
   static from (handle: HandleLike<'CountDownLatch'>): CountDownLatch
 
   /** A structured-clonable description, for postMessage. */
-  readonly handle: Handle<'CountDownLatch'>
+  readonly handle: CountDownLatchHandle
   /** The count at this moment. */
   readonly count: number
 

@@ -4,6 +4,11 @@ import {
   AbortSignalLike,
   AsyncLock,
   AsyncLockHandle,
+  BarrierHandle,
+  ConditionVariableHandle,
+  CountDownLatchHandle,
+  RWLockHandle,
+  SemaphoreHandle,
   Barrier,
   ConditionVariable,
   CountDownLatch,
@@ -20,6 +25,7 @@ import {
   RWLock,
   Release,
   Semaphore,
+  PermitsOption,
   WaitAsyncResult,
   WaitResult,
   notify,
@@ -139,6 +145,14 @@ expectError(sem.acquire(2, { blocking: false, timeout: 1 }))
 expectType<void>(sem.release(2))
 expectType<Promise<string>>(sem.runExclusive(() => 'x', { permits: 2, timeout: 5 }))
 expectError(new Semaphore('3'))
+// The count inside the options object, as runExclusive takes it.
+expectType<Promise<Release>>(sem.acquire({ permits: 2, timeout: 10, signal: AbortSignal.timeout(5), ref: false }))
+expectType<Promise<Release>>(sem.acquire({ timeout: 10 }))
+expectType<void>(sem.acquireSync({ permits: 2, timeout: 10 }))
+expectType<boolean>(sem.tryAcquire({ permits: 2 }))
+expectError(sem.tryAcquire({ permits: 2, timeout: 1 }))
+expectError(sem.acquire({ permits: '2' }))
+expectError(sem.acquire({ timout: 10 }))
 
 // RWLock.
 const rw = new RWLock()
@@ -265,3 +279,16 @@ expectType<Barrier>(new Barrier(2, { buffer: sab }))
 expectType<CountDownLatch>(new CountDownLatch(1, {}))
 expectError(new CountDownLatch({ buffer: sab }))
 expectAssignable<SlotOptions>({ buffer: sab, byteOffset: 4 })
+expectAssignable<PermitsOption>({ permits: 3 })
+
+// One named handle type per primitive (what a worker receives).
+expectType<SemaphoreHandle>(new Semaphore(1).handle)
+expectType<RWLockHandle>(new RWLock().handle)
+expectType<ConditionVariableHandle>(new ConditionVariable().handle)
+expectType<BarrierHandle>(new Barrier(2).handle)
+expectType<CountDownLatchHandle>(new CountDownLatch(1).handle)
+expectType<AsyncLockHandle>(new AsyncLock().handle)
+expectType<'RWLock'>(({} as RWLockHandle).type)
+expectNotAssignable<SemaphoreHandle>(new RWLock().handle)
+expectType<RWLock>(RWLock.from({} as RWLockHandle))
+expectError(Semaphore.from({} as BarrierHandle))

@@ -88,9 +88,12 @@ grep=$(printf '%s\n' "${slow[@]}" | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd '
 # - host-*.test.js: threadlock/host is Linux-only for now (on Windows the
 #   module loads and createLockManager throws ENOTSUP, which the packed
 #   smoke test checks under wine); its tests need Linux processes.
+# - lockfile.test.js: threadlock/lockfile is threadlock/host underneath;
+#   recipes.test.js: its fixtures link node_modules as readme.test.js's do,
+#   and two of its recipes are threadlock/host's.
 # Every primitive, worker termination, waitAsync and the one-copy check
 # (two-copies.test.js, the Windows module list) are in the files that run.
-win_excluded=(loader readme robustness types 'host-*')
+win_excluded=(loader readme robustness types 'host-*' lockfile recipes)
 
 suite() {
   local target=$1 copy="$work/$1" files=()
@@ -106,11 +109,12 @@ suite() {
     done
   fi
   # With files named, .mocharc.json's spec would add every file back: the
-  # Windows run takes only its timeout from there.
+  # Windows run takes only its timeout from there. Under emulation the
+  # files run one at a time (--no-parallel), not two as in npm test.
   [ ${#files[@]} -eq 0 ] ||
     files=(--no-config --timeout "$(node -p 'require("./.mocharc.json").timeout')" "${files[@]}")
   (cd "$copy" && node "$root/scripts/cross.js" node "$target" \
-    node_modules/mocha/bin/mocha.js --reporter dot --grep "$grep" --invert "${files[@]}")
+    node_modules/mocha/bin/mocha.js --no-parallel --reporter dot --grep "$grep" --invert "${files[@]}")
 }
 
 for target in "${targets[@]}"; do

@@ -152,24 +152,31 @@ class RWLock extends SharedSlot {
 
   /** Resolves with a release function once this thread holds a read lock. */
   acquireRead (options) {
-    return gate.rejecting(() => gate.acquire(this.#read, 0,
-      readAsyncOptions(options, 'RWLock.acquireRead', true), 'RWLock.acquireRead', this.#releaseRead))
+    return gate.rejecting(() => this.#acquireRead(options, 'RWLock.acquireRead'))
+  }
+
+  // The promise forms' common paths; `where` names the public method in
+  // messages. They may throw on bad options.
+  #acquireRead (options, where) {
+    return gate.acquire(this.#read, 0, readAsyncOptions(options, where, true), where, this.#releaseRead)
+  }
+
+  #acquireWrite (options, where) {
+    const o = readAsyncOptions(options, where, true)
+    const p = gate.acquire(this.#write, this.#writeFlags, o, where, this.#releaseWrite)
+    this.#pendingWrites++
+    p.then(this.#writeSettled, this.#writeSettled)
+    return p
   }
 
   /** Resolves with a release function once this thread holds the write lock. */
   acquireWrite (options) {
-    return gate.rejecting(() => {
-      const o = readAsyncOptions(options, 'RWLock.acquireWrite', true)
-      const p = gate.acquire(this.#write, this.#writeFlags, o, 'RWLock.acquireWrite', this.#releaseWrite)
-      this.#pendingWrites++
-      p.then(this.#writeSettled, this.#writeSettled)
-      return p
-    })
+    return gate.rejecting(() => this.#acquireWrite(options, 'RWLock.acquireWrite'))
   }
 
   /** Runs `callback` holding a read lock. */
   runRead (callback, options) {
-    return gate.runHolding(callback, 'RWLock.runRead', () => this.acquireRead(options))
+    return gate.runHolding(callback, 'RWLock.runRead', () => this.#acquireRead(options, 'RWLock.runRead'))
   }
 
   /** Runs `callback` holding the write lock. */
@@ -182,7 +189,7 @@ class RWLock extends SharedSlot {
         const hold = this.#releaseWrite.hold()
         return gate.runHeld(callback, () => this.#releaseWrite(hold))
       }
-      return gate.runHolding(callback, 'RWLock.runWrite', () => this.acquireWrite(options))
+      return gate.runHolding(callback, 'RWLock.runWrite', () => this.#acquireWrite(options, 'RWLock.runWrite'))
     } catch (err) {
       return Promise.reject(err) // a wrong receiver
     }

@@ -18,7 +18,9 @@
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
-const { readCount, readSyncOptions, readAsyncOptions } = require('./validate')
+const {
+  describe, isPlainObject, checkKeys, readCount, readSyncOptions, readAsyncOptions
+} = require('./validate')
 
 const {
   GATE_SEM, SEM_MASK: MASK, SEM_RESERVED: RESERVED, SEM_WOKEN: WOKEN, GATE_WAITERS: WAITERS
@@ -28,6 +30,20 @@ const { compareExchange, load, store } = Atomics
 function readPermits (k, where) {
   if (k === undefined) return 1
   return readCount(k, 1, MASK, where, 'permits')
+}
+
+const PERMITS = ['permits']
+
+// The arguments of acquire, acquireSync and tryAcquire: `(permits,
+// options)`, or one options object `{ permits, ...options }` as
+// runExclusive takes it, told apart by the first: a plain object is the
+// options. Returns [permits, options, the keys read here or undefined].
+function readPermitArgs (k, options, where) {
+  if (!isPlainObject(k)) return [k, options, undefined]
+  if (options !== undefined) {
+    throw new TypeError(`${where}: an options object must be the last argument, received ${describe(options)} after it`)
+  }
+  return [k.permits, k, PERMITS]
 }
 
 class Semaphore extends SharedSlot {
@@ -69,27 +85,39 @@ class Semaphore extends SharedSlot {
 
   /** Takes `k` permits if they are available without waiting. */
   tryAcquire (k) {
-    return gate.tryAcquire(this.#gate, readPermits(k, 'Semaphore.tryAcquire'))
+    const [n, o] = readPermitArgs(k, undefined, 'Semaphore.tryAcquire')
+    if (o !== undefined) checkKeys(o, PERMITS, 'Semaphore.tryAcquire')
+    return gate.tryAcquire(this.#gate, readPermits(n, 'Semaphore.tryAcquire'))
   }
 
-  /** Blocks this thread until `k` permits are taken. */
+  /** Blocks this thread until `k` permits are taken; also acquireSync({ permits, timeout }). */
   acquireSync (k, options) {
-    const n = readPermits(k, 'Semaphore.acquireSync')
-    const timeout = readSyncOptions(options, 'Semaphore.acquireSync')
+    const [p, o, own] = readPermitArgs(k, options, 'Semaphore.acquireSync')
+    const n = readPermits(p, 'Semaphore.acquireSync')
+    const timeout = readSyncOptions(o, 'Semaphore.acquireSync', own)
     gate.acquireSync(this.#gate, n, timeout, 'Semaphore.acquireSync')
   }
 
-  /** Resolves with a release function once `k` permits are taken. */
+  /**
+   * Resolves with a release function once `k` permits are taken; also
+   * acquire({ permits, timeout, signal, ref, blocking }).
+   */
   acquire (k, options) {
     try {
-      const n = readPermits(k, 'Semaphore.acquire')
-      const o = readAsyncOptions(options, 'Semaphore.acquire', true)
-      return gate.acquire(this.#gate, n, o, 'Semaphore.acquire', n === 1 ? this.#releaseOne : () => this.release(n))
+      return this.#acquire(...readPermitArgs(k, options, 'Semaphore.acquire'), 'Semaphore.acquire')
     } catch (err) {
       // Bad permits or options, or a wrong receiver: reported through the
       // promise, as by every promise-returning method.
       return Promise.reject(err)
     }
+  }
+
+  // The promise form; `own` names option keys read by the caller, `where`
+  // the public method in messages.
+  #acquire (k, options, own, where) {
+    const n = readPermits(k, where)
+    const o = readAsyncOptions(options, where, true, own)
+    return gate.acquire(this.#gate, n, o, where, n === 1 ? this.#releaseOne : () => this.release(n))
   }
 
   /** Returns `k` permits; the core wakes or grants a queued request. */
@@ -109,8 +137,9 @@ class Semaphore extends SharedSlot {
   runExclusive (callback, options) {
     // A bad `options` must be reported as such by acquire(), not as bad
     // permits read from it.
-    return gate.runHolding(callback, 'Semaphore.runExclusive', () => this.acquire(
-      options !== null && typeof options === 'object' ? options.permits : undefined, options))
+    return gate.runHolding(callback, 'Semaphore.runExclusive', () => this.#acquire(
+      options !== null && typeof options === 'object' ? options.permits : undefined, options, ['permits'],
+      'Semaphore.runExclusive'))
   }
 }
 

@@ -7,7 +7,7 @@
 const { types } = require('util')
 const native = require('./native')
 const { RESULTS } = require('./gate')
-const { describe, readObject, readFlag } = require('./validate')
+const { describe, readObject, readFlag, checkKeys } = require('./validate')
 const { stopTerminated } = require('./errors')
 
 const { RESULT_INTERRUPTED } = native.constants
@@ -103,7 +103,9 @@ function prepareWait (typedArray, index, value, timeout, fn) {
 
 // threadlock's own { ref = true } of waitAsync.
 function readRef (options, fn) {
-  return readFlag(readObject(options, fn).ref, true, fn, 'ref')
+  const o = readObject(options, fn)
+  checkKeys(o, ['ref'], fn)
+  return readFlag(o.ref, true, fn, 'ref')
 }
 
 // Method definitions are not constructors and get the right name and length,

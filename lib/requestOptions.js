@@ -59,7 +59,10 @@ function parseRequest (name, options, callback) {
       }
       mode = `${m}`
       if (mode !== 'exclusive' && mode !== 'shared') {
-        throw new TypeError(`LockManager.request: options.mode must be 'exclusive' or 'shared', received ${describe(m)}`)
+        // The value itself when it is a string (a misspelling shows), as
+        // converted otherwise.
+        const got = typeof m === 'string' ? `'${m}'` : `${describe(m)} ('${mode}')`
+        throw new TypeError(`LockManager.request: options.mode must be 'exclusive' or 'shared', received ${got}`)
       }
     }
     ref = readFlag(options.ref, true, 'LockManager.request', 'ref')

@@ -53,6 +53,12 @@ function readHandle (handle, where) {
     throw new TypeError(`${where}: handle must be an object { type, buffer, byteOffset }, received ${describe(handle)}`)
   }
   const { type, buffer, byteOffset = 0 } = handle
+  if (buffer === undefined && type === undefined) {
+    // What arrives of a primitive posted itself: its state is private, so
+    // structured cloning leaves an empty object.
+    const cls = where.slice(0, where.indexOf('.'))
+    throw new TypeError(`${where}: the handle has no buffer (a SharedArrayBuffer); post the primitive's handle (lock.handle), not the ${cls} itself, which arrives as an empty object, and call ${cls}.from(handle) there`)
+  }
   if (type !== undefined && typeof type !== 'string') {
     throw new TypeError(`${where}: handle.type must be the name of a primitive, received ${describe(type)}`)
   }
@@ -70,7 +76,7 @@ function isPlainObject (value) {
 function checkKeys (options, known, where) {
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue
-    if (key === 'type') {
+    if (key === 'type' && !where.includes('.')) { // a constructor's
       throw new TypeError(`${where}: options.type is not an option; to open a handle, call ${where}.from(handle)`)
     }
     const list = known.length === 0 ? 'there are none here' : `known: ${known.join(', ')}`
@@ -156,9 +162,20 @@ function readFlag (value, fallback, where, key) {
   return value
 }
 
-/** { timeout } of the blocking forms: the timeout. */
-function readSyncOptions (options, where) {
-  return readTimeout(readObject(options, where).timeout, where)
+// The options each kind of method knows. A method refuses every other key,
+// so that a misspelt option ({ timout: 10 }) is not silently ignored.
+const SYNC_KEYS = ['timeout']
+const ASYNC_KEYS = ['timeout', 'signal', 'ref']
+const ACQUIRE_KEYS = ['blocking', 'timeout', 'signal', 'ref']
+
+/**
+ * { timeout } of the blocking forms: the timeout. `extra` names keys that
+ * the method reads itself (Semaphore's permits).
+ */
+function readSyncOptions (options, where, extra = undefined) {
+  const o = readObject(options, where)
+  checkKeys(o, extra === undefined ? SYNC_KEYS : [...extra, ...SYNC_KEYS], where)
+  return readTimeout(o.timeout, where)
 }
 
 /**
@@ -170,14 +187,13 @@ function readSyncOptions (options, where) {
 // request without options reads nothing and allocates nothing.
 const NO_ASYNC_OPTIONS = Object.freeze({ blocking: true, timeout: Infinity, signal: undefined, ref: true })
 
-function readAsyncOptions (options, where, allowBlocking) {
+function readAsyncOptions (options, where, allowBlocking, extra = undefined) {
   if (options === undefined) return NO_ASYNC_OPTIONS
   const o = readObject(options, where)
+  const known = allowBlocking ? ACQUIRE_KEYS : ASYNC_KEYS
+  checkKeys(o, extra === undefined ? known : [...extra, ...known], where)
   const { blocking, timeout, signal, ref } = o
   const b = readFlag(blocking, true, where, 'blocking')
-  if (!allowBlocking && blocking !== undefined) {
-    throw new TypeError(`${where}: options.blocking is not supported here`)
-  }
   const t = readTimeout(timeout, where)
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new TypeError(`${where}: options.signal must be an AbortSignal, received ${describe(signal)}`)
@@ -200,6 +216,8 @@ module.exports = {
   readHandle,
   readSlotArgs,
   aName,
+  isPlainObject,
+  checkKeys,
   readCount,
   readTimeout,
   readObject,

@@ -49,7 +49,7 @@ describe('threadlock/host: bad input', function () {
     const cases = [
       [[Symbol('s')], TypeError, 'LockManager.requestSync: name must be a string, received a symbol'],
       [['n', 42], TypeError, 'LockManager.requestSync: options must be an object, received type number'],
-      [['n', { mode: 'foo' }], TypeError, "LockManager.requestSync: options.mode must be 'exclusive' or 'shared', received type string"],
+      [['n', { mode: 'foo' }], TypeError, "LockManager.requestSync: options.mode must be 'exclusive' or 'shared', received 'foo'"],
       [['n', { timeout: '5' }], TypeError, 'LockManager.requestSync: options.timeout must be a number of milliseconds, received type string'],
       [['n', { timeout: -1 }], RangeError, 'LockManager.requestSync: options.timeout must be >= 0 (Infinity for none), received -1'],
       [['n', { timeout: NaN }], RangeError, 'LockManager.requestSync: options.timeout must be >= 0 (Infinity for none), received NaN'],

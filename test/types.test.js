@@ -32,7 +32,8 @@ const pkgJson = require('../package.json')
 const ENTRIES = {
   '.': 'index',
   './postgres': 'postgres',
-  './host': 'host'
+  './host': 'host',
+  './lockfile': 'lockfile'
 }
 
 // The subpaths of package.json's "exports" that have types, with their

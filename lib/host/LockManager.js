@@ -133,7 +133,7 @@ class LockManager {
       // A worker thread's wait asks now and then whether the worker is
       // being terminated; the main thread's sleeps undisturbed.
       const waited = native.hostWait(this.#handle, node, r.timeout, !isMainThread)
-      if (waited === C.ETIMEDOUT) throw timeoutError(r.timeout, 'LockManager.requestSync')
+      if (waited === C.ETIMEDOUT) throw timeoutError(r.timeout, `LockManager.requestSync: lock ${JSON.stringify(r.name)}`)
       if (waited === C.EINTR) stopTerminated('LockManager.requestSync')
       if (typeof waited === 'number') throw this.#error(waited, 'LockManager.requestSync')
       ;[state, token, ownerDied] = waited

@@ -27,6 +27,11 @@ if (process.platform === 'linux') {
   assert.strictEqual(typeof held.token, 'bigint')
   assert.strictEqual(held.release(), true)
   host.close()
+  // threadlock/lockfile is in the tarball too (its entry files are in "files").
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'packed-lockfile-'))
+  const lockfile = require('threadlock/lockfile').createLockfile({ path: path.join(dir, 'locks') })
+  lockfile.lockSync(dir)()
+  assert.strictEqual(lockfile.checkSync(dir), false)
   assert.strictEqual(Object.keys(require.cache).filter((file) => file.endsWith('.node')).length, 1)
 } else {
   // Linux only for now: elsewhere it loads and says so.

@@ -1,7 +1,7 @@
 // An ES module consumer that has neither @types/node nor the DOM library: it
 // compiles with `"types": []` and `"lib": ["es2022"]`.
 
-import threadlock, { AbortError, AsyncLock, type AbortSignalLike } from 'threadlock'
+import threadlock, { AbortError, AsyncLock, RWLock, type AbortSignalLike, type RWLockHandle } from 'threadlock'
 
 // @ts-expect-error: no DOM library and no @types/node in this compilation
 export type Missing = AbortSignal
@@ -19,3 +19,6 @@ export async function use (signal: AbortSignalLike): Promise<boolean> {
     throw err
   }
 }
+
+// The named handle types come through the ES module entry point too.
+export const rwHandle: RWLockHandle = new RWLock().handle
