@@ -71,10 +71,19 @@ function sideOf (i32) {
 // private field): ConditionVariable.waitSync must refuse before it releases
 // a lock that such a request would get.
 let hasQueued
+// The hold this thread has on the word of an AsyncLock object (0: none), and
+// its restoring: a condition-variable wait releases the lock and takes it
+// back as part of the caller's one hold, so that the release function the
+// caller got for that hold still ends it afterwards (gate.makeRelease: a
+// release function ends its own hold or nothing).
+let holdOf
+let resumeHold
 
 class AsyncLock extends SharedSlot {
   static {
     hasQueued = (lock) => lock.#side.queue.size !== 0
+    holdOf = (lock) => lock.#side.hold
+    resumeHold = (lock, hold) => { if (hold !== 0) lock.#side.hold = hold }
   }
 
   #i32
@@ -336,4 +345,9 @@ class AsyncLock extends SharedSlot {
   }
 }
 
-module.exports = { AsyncLock, hasQueued: (lock) => hasQueued(lock) }
+module.exports = {
+  AsyncLock,
+  hasQueued: (lock) => hasQueued(lock),
+  holdOf: (lock) => holdOf(lock),
+  resumeHold: (lock, hold) => resumeHold(lock, hold)
+}

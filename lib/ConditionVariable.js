@@ -12,7 +12,7 @@
 // the condition.
 
 const { SharedSlot } = require('./SharedSlot')
-const { AsyncLock, hasQueued } = require('./AsyncLock')
+const { AsyncLock, hasQueued, holdOf, resumeHold } = require('./AsyncLock')
 const gate = require('./gate')
 const native = require('./native')
 const { describe, readSyncOptions, readAsyncOptions } = require('./validate')
@@ -59,12 +59,14 @@ class ConditionVariable extends SharedSlot {
       throw deadlockError('ConditionVariable.waitSync', 'this thread has a request of its own queued for the lock, which would get the lock this wait releases, so the wait could never take it back')
     }
     const seq = load(this.#i32, 0)
+    const hold = holdOf(lock)
     lock.unlock()
     let result
     try {
       result = gate.waitSync(this.#i32, 0, seq, timeout, 'ConditionVariable.waitSync')
     } finally {
       lock.lock()
+      resumeHold(lock, hold) // still the caller's hold: its release function ends it
     }
     return result === 'timed-out' ? 'timed-out' : 'ok'
   }
@@ -80,12 +82,14 @@ class ConditionVariable extends SharedSlot {
     const o = readAsyncOptions(options, 'ConditionVariable.wait', false)
     if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
     const seq = load(this.#i32, 0)
+    const hold = holdOf(lock)
     lock.unlock()
     let result
     try {
       result = await gate.waitAsync(this.#i32, 0, seq, o)
     } finally {
       await lock.acquire({ ref: o.ref })
+      resumeHold(lock, hold) // still the caller's hold: its release function ends it
     }
     return result === 'timed-out' ? 'timed-out' : 'ok'
   }

@@ -173,6 +173,27 @@ describe('ConditionVariable (one thread)', () => {
     lock.unlock()
   })
 
+  // A wait releases the lock and takes it back within the caller's one
+  // hold: the release function the caller got before the wait (from
+  // acquire(), or runExclusive's own) still ends that hold afterwards, and
+  // the lock is free again (a producer/consumer recipe deadlocked when the
+  // wait's own acquire() made a new hold that nothing released).
+  it('the release function of the hold a wait() ran in still releases the lock after the wait', async () => {
+    const lock = new AsyncLock()
+    const cv = new ConditionVariable()
+    const release = await lock.acquire()
+    assert.strictEqual(await cv.wait(lock, { timeout: 5 }), 'timed-out')
+    assert.strictEqual(lock.owner, threadId)
+    release()
+    assert.strictEqual(lock.locked, false)
+    const release2 = await lock.acquire()
+    assert.strictEqual(cv.waitSync(lock, { timeout: 5 }), 'timed-out')
+    release2()
+    assert.strictEqual(lock.locked, false)
+    await lock.runExclusive(() => cv.wait(lock, { timeout: 5 }))
+    assert.strictEqual(lock.locked, false)
+  })
+
   describe('bad input: the right error, a clear message, and nothing changed', () => {
     const ctorCases = [
       ['an ArrayBuffer', () => new ConditionVariable(new ArrayBuffer(4)), TypeError, /SharedArrayBuffer/],
