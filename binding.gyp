@@ -14,7 +14,7 @@
       "conditions": [
         ["OS=='linux'", {
           "sources": ["src/platform_linux.c", "src/host/core.c",
-                      "src/host/platform_linux.c"],
+                      "src/host/platform_linux.c", "src/host/files_linux.c"],
           "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
         }],

@@ -329,12 +329,41 @@ tl__host_ref(napi_env env, napi_value v)
   return r;
 }
 
-/* hostAttach(dir, onDoorbell) -> handle, or a string saying why not. */
+static napi_value
+tl__int(napi_env env, int64_t v)
+{
+  napi_value out;
+  TL_NAPI_CALL(env, napi_create_int64(env, v, &out));
+  return out;
+}
+
+static napi_value
+tl__big(napi_env env, uint64_t v)
+{
+  napi_value out;
+  TL_NAPI_CALL(env, napi_create_bigint_uint64(env, v, &out));
+  return out;
+}
+
+static napi_value
+tl__array(napi_env env, napi_value *items, size_t n)
+{
+  napi_value a;
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, n, &a));
+  for (size_t i = 0; i < n; i++)
+    TL_NAPI_CALL(env, napi_set_element(env, a, (uint32_t)i, items[i]));
+  return a;
+}
+
+/* hostAttach(dir, onDoorbell) -> handle, or [code, errno, message] saying
+ * why not (code: a TL_HOST_E* constant; errno: the OS call's, for
+ * TL_HOST_ESYS). */
 static napi_value
 tl_napi_host_attach(napi_env env, napi_callback_info info)
 {
-  napi_value argv[2], result, name;
-  char dir[4096], err[512];
+  napi_value argv[2], result, name, items[3];
+  char dir[4096];
+  tl_host_error_t err;
   size_t len;
   tl_hostref_t *r;
 
@@ -345,12 +374,14 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
     napi_throw_range_error(env, NULL, "threadlock/host: path too long");
     return NULL;
   }
-  err[0] = '\0';
-  tl_host_t *h = tl_host_attach(dir, err, sizeof(err));
+  memset(&err, 0, sizeof(err));
+  tl_host_t *h = tl_host_attach(dir, &err);
   if (h == NULL) {
-    TL_NAPI_CALL(env,
-                 napi_create_string_utf8(env, err, NAPI_AUTO_LENGTH, &result));
-    return result;
+    items[0] = tl__int(env, err.code);
+    items[1] = tl__int(env, err.sys);
+    TL_NAPI_CALL(env, napi_create_string_utf8(env, err.message,
+                                              NAPI_AUTO_LENGTH, &items[2]));
+    return tl__array(env, items, 3);
   }
   r = calloc(1, sizeof(*r));
   if (r == NULL) {
@@ -383,32 +414,6 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
   TL_NAPI_CALL(env,
                napi_create_external(env, r, tl__host_finalize, NULL, &result));
   return result;
-}
-
-static napi_value
-tl__int(napi_env env, int64_t v)
-{
-  napi_value out;
-  TL_NAPI_CALL(env, napi_create_int64(env, v, &out));
-  return out;
-}
-
-static napi_value
-tl__big(napi_env env, uint64_t v)
-{
-  napi_value out;
-  TL_NAPI_CALL(env, napi_create_bigint_uint64(env, v, &out));
-  return out;
-}
-
-static napi_value
-tl__array(napi_env env, napi_value *items, size_t n)
-{
-  napi_value a;
-  TL_NAPI_CALL(env, napi_create_array_with_length(env, n, &a));
-  for (size_t i = 0; i < n; i++)
-    TL_NAPI_CALL(env, napi_set_element(env, a, (uint32_t)i, items[i]));
-  return a;
 }
 
 /* hostRequest(handle, name, flags) -> [state, node, token, ownerDied], or
@@ -706,6 +711,11 @@ tl__host_exports(napi_env env, napi_value exports)
     { "ETIMEDOUT", TL_HOST_ETIMEDOUT },
     { "EINTR", TL_HOST_EINTR },
     { "ENOTMINE", TL_HOST_ENOTMINE },
+    { "ESYS", TL_HOST_ESYS },
+    { "EFSTYPE", TL_HOST_EFSTYPE },
+    { "EUNSAFE", TL_HOST_EUNSAFE },
+    { "EVERSION", TL_HOST_EVERSION },
+    { "EATTACH", TL_HOST_EATTACH },
     { "NAME_MAX", TL_HOST_NAME_MAX },
     { "SLOTS", TL_HOST_SLOTS },
     { "NODES", TL_HOST_NODES },

@@ -25,6 +25,7 @@
  */
 #include "host.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,7 +34,11 @@
 #include "platform.h"
 
 #define TL_MAGIC 0x74736f686b636f6cULL /* "lockhost" */
-#define TL_VERSION 1u
+/* Layout version 2 added the table's identity to the header (version 1
+ * had none). Versions 1 and 2 keep magic, version, size and fence at the
+ * same offsets, so a version can be read (and the fence kept) from any. */
+#define TL_VERSION 2u
+#define TL_ATTACH_WAIT_MS 5000 /* the longest wait for byte 0 */
 #define TL_FILE "threadlock-host.table"
 #define TL_LIVE 1u             /* liveness byte of slot i: TL_LIVE + i */
 #define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
@@ -53,6 +58,12 @@ typedef struct {
   uint32_t node_hint;    /* where the next free-node search starts */
   uint32_t pad;
   uint64_t initialised_us;
+  /* The table file as the initialiser's fstat saw it, and the boot: a
+   * process that reaches the same file by a path on which the kernel
+   * keys byte locks on another inode (an overlay mount and its upper
+   * directory) cannot see the others' locks, and must not use it. */
+  uint64_t ident_dev, ident_ino;
+  uint8_t boot_id[16];
 } tl_hdr_t;
 
 typedef struct {
@@ -108,6 +119,7 @@ struct tl_host_s {
   int fd;
   tl_table_t *t;
   size_t size;
+  uint32_t generation; /* of the table this attachment joined */
   uint32_t slot;
   _Atomic int stopping;
   /* Which nodes are this attachment's and what poll last reported of
@@ -613,7 +625,8 @@ tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
 /* ---- attach and detach ------------------------------------------------- */
 
 static void
-tl__init(tl_table_t *t, size_t size)
+tl__init(tl_table_t *t, size_t size, uint64_t dev, uint64_t ino,
+         const uint8_t boot[16])
 {
   uint64_t fence = 0;
   uint32_t generation = 0;
@@ -621,7 +634,8 @@ tl__init(tl_table_t *t, size_t size)
 
   /* Tokens stay monotonic across re-initialisations: from the old table
    * when it was valid, and never below the wall clock in microseconds. */
-  if (t->hdr.magic == TL_MAGIC && t->hdr.version == TL_VERSION) {
+  if (t->hdr.magic == TL_MAGIC &&
+      (t->hdr.version == 1 || t->hdr.version == TL_VERSION)) {
     fence = t->hdr.fence;
     generation = t->hdr.generation;
   }
@@ -635,6 +649,9 @@ tl__init(tl_table_t *t, size_t size)
   t->hdr.fence = fence > now ? fence : now;
   t->hdr.initialised_us = now;
   t->hdr.generation = generation + 1;
+  t->hdr.ident_dev = dev;
+  t->hdr.ident_ino = ino;
+  memcpy(t->hdr.boot_id, boot, 16);
   atomic_thread_fence(memory_order_release);
   t->hdr.magic = TL_MAGIC;
 }
@@ -648,64 +665,133 @@ tl__check_header(tl_table_t *t, size_t size)
          t->hdr.name_max == TL_HOST_NAME_MAX;
 }
 
+/* Whether a valid table of this boot was made through another identity
+ * of the file and has slots attached: processes this one cannot see (their
+ * byte locks are on another inode) may be using it. A first attacher must
+ * not rebuild it under them. Slots of processes that died stay attached
+ * until one of their path attaches again (and rebuilds it) or a reboot. */
+static int
+tl__other_path(tl_table_t *t, uint64_t dev, uint64_t ino,
+               const uint8_t boot[16])
+{
+  if (t->hdr.magic != TL_MAGIC || t->hdr.version != TL_VERSION ||
+      memcmp(t->hdr.boot_id, boot, 16) != 0 ||
+      (t->hdr.ident_dev == dev && t->hdr.ident_ino == ino))
+    return 0;
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    if (t->slots[s].state != SLOT_FREE)
+      return 1;
+  return 0;
+}
+
 tl_host_t *
-tl_host_attach(const char *dir, char *err, size_t errlen)
+tl_host_attach(const char *dir, tl_host_error_t *e)
 {
   size_t size = (sizeof(tl_table_t) + 4095) & ~(size_t)4095;
-  size_t have = 0;
+  uint64_t dev = 0, ino = 0, have = 0;
+  uint8_t boot[16];
+  tl_hdr_t hdr;
   tl_host_t *h = calloc(1, sizeof(*h));
-  int first;
+  int first, dirfd;
+  uint32_t holder = 0;
 
   if (h == NULL) {
-    strncpy(err, "out of memory", errlen);
+    tl__host_fail(e, TL_HOST_ESYS, ENOMEM, "out of memory");
     return NULL;
   }
   h->fd = -1;
   h->lock = tl__hp_mutex_new();
   h->local = tl__hp_mutex_new();
   if (h->lock == NULL || h->local == NULL) {
-    strncpy(err, "out of memory", errlen);
+    tl__host_fail(e, TL_HOST_ESYS, ENOMEM, "out of memory");
     goto fail;
   }
-  h->fd = tl__hp_open(dir, TL_FILE, err, errlen);
+  dirfd = tl__hp_open_dir(dir, 1, e);
+  if (dirfd < 0)
+    goto fail;
+  h->fd = tl__hp_open_file(dirfd, dir, TL_FILE, e);
+  tl__hp_close(dirfd);
   if (h->fd < 0)
     goto fail;
+  tl__hp_boot_id(boot);
   /* First attacher: nobody else holds byte 0, so the file is ours to
-   * re-initialise (LMDB's and SQLite's approach). */
+   * re-initialise (LMDB's and SQLite's approach). Otherwise a read lock,
+   * waited for only as long as an initialisation can take: a lock that
+   * stays is someone else's, which must not hang this call for ever. */
   first = tl__hp_trylock(h->fd, 0, 1) == 0;
-  if (first) {
-    if (tl__hp_allocate(h->fd, size) != 0) {
-      strncpy(err, "cannot size the table file (is the disk full?)", errlen);
-      goto fail;
-    }
-  } else if (tl__hp_lock_wait(h->fd, 0, 0) != 0) {
-    strncpy(err, "cannot lock the table file", errlen);
+  if (!first &&
+      tl__hp_lock_within(h->fd, 0, 0, TL_ATTACH_WAIT_MS, &holder) != 0) {
+    if (holder != 0)
+      tl__host_fail(e, TL_HOST_EATTACH, 0,
+                    "byte 0 of the table file in '%s' has been locked by "
+                    "process %u for %d s (only threadlock/host may lock it)",
+                    dir, (unsigned)holder, TL_ATTACH_WAIT_MS / 1000);
+    else
+      tl__host_fail(e, TL_HOST_EATTACH, 0,
+                    "byte 0 of the table file in '%s' has been locked for "
+                    "%d s (a process attaching now is stopped, or another "
+                    "program locks it)",
+                    dir, TL_ATTACH_WAIT_MS / 1000);
     goto fail;
   }
-  if (tl__hp_size(h->fd, &have) != 0 || have < size) {
-    strncpy(err,
-            "the table file is corrupt (too small); it is rebuilt when no "
-            "process uses it",
-            errlen);
+  if (tl__hp_identity(h->fd, &dev, &ino, &have) != 0) {
+    tl__host_fail(e, TL_HOST_ESYS, errno, "cannot check the table file: %s",
+                  strerror(errno));
     goto fail;
+  }
+  if (first) {
+    if (tl__hp_allocate(h->fd, size) != 0) {
+      tl__host_fail(e, TL_HOST_ESYS, errno,
+                    "cannot size the table file in '%s': %s", dir,
+                    strerror(errno));
+      goto fail;
+    }
+  } else {
+    /* Read (not mapped: it may be short) to tell another version from a
+     * corrupt file. */
+    memset(&hdr, 0, sizeof(hdr));
+    long n = tl__hp_read(h->fd, &hdr, sizeof(hdr), 0);
+    if (n >= 16 && hdr.magic == TL_MAGIC && hdr.version != TL_VERSION) {
+      tl__host_fail(e, TL_HOST_EVERSION, 0,
+                    "the table file in '%s' has layout version %u, and this "
+                    "threadlock uses version %u: it is in use by processes "
+                    "of another threadlock version, which cannot share locks "
+                    "with this one; it is rebuilt when none of them uses it",
+                    dir, (unsigned)hdr.version, (unsigned)TL_VERSION);
+      goto fail;
+    }
+    if (have < size || (size_t)n < sizeof(hdr) || hdr.magic != TL_MAGIC) {
+      tl__host_fail(e, TL_HOST_ECORRUPT, 0,
+                    "the table file in '%s' is corrupt (%s); it is rebuilt "
+                    "when no process uses it",
+                    dir, have < size ? "too small" : "bad header");
+      goto fail;
+    }
   }
   h->t = tl__hp_map(h->fd, size);
   if (h->t == NULL) {
-    strncpy(err, "cannot map the table file", errlen);
+    tl__host_fail(e, TL_HOST_ESYS, errno,
+                  "cannot map the table file in '%s': %s", dir,
+                  strerror(errno));
     goto fail;
   }
   h->size = size;
   if (first) {
-    tl__init(h->t, size);
+    if (tl__other_path(h->t, dev, ino, boot))
+      goto other_path;
+    tl__init(h->t, size, dev, ino, boot);
     /* Downgrade to shared: later attachers see us. */
     tl__hp_trylock(h->fd, 0, 0);
   } else if (!tl__check_header(h->t, size)) {
-    strncpy(err,
-            "the table file is corrupt or of another version (bad header); "
-            "it is rebuilt when no process uses it",
-            errlen);
+    tl__host_fail(e, TL_HOST_ECORRUPT, 0,
+                  "the table file in '%s' is corrupt (bad header); it is "
+                  "rebuilt when no process uses it",
+                  dir);
     goto fail;
+  } else if (h->t->hdr.ident_dev != dev || h->t->hdr.ident_ino != ino) {
+    goto other_path;
   }
+  h->generation = h->t->hdr.generation;
   /* Claim a slot: a free one first, else one whose process is gone. */
   h->slot = TL_HOST_SLOTS;
   for (int pass = 0; pass < 2 && h->slot == TL_HOST_SLOTS; pass++) {
@@ -719,7 +805,9 @@ tl_host_attach(const char *dir, char *err, size_t errlen)
     }
   }
   if (h->slot == TL_HOST_SLOTS) {
-    strncpy(err, "every process slot of the table is in use", errlen);
+    tl__host_fail(e, TL_HOST_EATTACH, 0,
+                  "every process slot of the table in '%s' is in use (%d)", dir,
+                  TL_HOST_SLOTS);
     goto fail;
   }
   tl__crit_lock(h);
@@ -736,8 +824,17 @@ tl_host_attach(const char *dir, char *err, size_t errlen)
   tl__crit_unlock(h);
   return h;
 
+other_path:
+  tl__host_fail(e, TL_HOST_EATTACH, 0,
+                "the table file in '%s' is in use through another path to "
+                "the same file (device %llu inode %llu here, device %llu "
+                "inode %llu there), such as an overlay mount and its upper "
+                "directory, whose processes this one cannot see; every "
+                "process must use the same path",
+                dir, (unsigned long long)dev, (unsigned long long)ino,
+                (unsigned long long)h->t->hdr.ident_dev,
+                (unsigned long long)h->t->hdr.ident_ino);
 fail:
-  err[errlen - 1] = '\0';
   if (h->t != NULL)
     tl__hp_unmap(h->t, size);
   if (h->fd >= 0)

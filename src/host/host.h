@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 /* The bounds of the table, fixed by its layout version. */
 #define TL_HOST_SLOTS 128
 #define TL_HOST_NAMES 1024
@@ -36,21 +38,12 @@ enum {
   TL_HOST_UNAVAILABLE = 4 /* ifAvailable, not grantable now (no node) */
 };
 
-/* Errors (negative returns). */
-enum {
-  TL_HOST_ECORRUPT = -1,  /* an index or header read from the file is bad */
-  TL_HOST_ENAMES = -2,    /* no free name entry */
-  TL_HOST_ENODES = -3,    /* no free request node */
-  TL_HOST_ETIMEDOUT = -4, /* requestSync's timeout ran out */
-  TL_HOST_ENOTMINE = -5,  /* a node that this attachment does not own */
-  TL_HOST_ECLOSED = -6,
-  TL_HOST_EINTR = -7 /* the waiting thread is being terminated */
-};
-
 typedef struct tl_host_s tl_host_t;
 
-/* Attaches to the table in `dir`. Returns NULL with a message in `err`. */
-tl_host_t *tl_host_attach(const char *dir, char *err, size_t errlen);
+/* Attaches to the table in the absolute directory `dir`, creating the
+ * directory if missing, after the trust checks of tl__hp_open_dir and
+ * tl__hp_open_file. Returns NULL with `e` set. */
+tl_host_t *tl_host_attach(const char *dir, tl_host_error_t *e);
 
 /* Releases and withdraws everything the attachment has, stops its threads
  * and frees it. Must not run concurrently with any other call on it. */

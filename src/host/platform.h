@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+
 /* Results of tl__hp_wait. */
 enum { TL_HP_WOKEN = 0, TL_HP_TIMED_OUT = 1 };
 
@@ -22,11 +24,33 @@ enum {
   TL_HP_WATCHED = 2 /* only read locks: survivors noticing its end */
 };
 
-/* Opens (creating it with mode 0600) the table file in `dir` and refuses
- * network and virtual file systems. Returns the fd, or -1 with a message
- * in `err`. */
-int tl__hp_open(const char *dir, const char *file, char *err, size_t errlen);
+/* The files (files_linux.c). tl__hp_open_dir opens the absolute
+ * directory `path`, creating missing directories with mode 0700 when
+ * `create`, one component at a time without following symbolic links,
+ * and refuses any directory on the way that another user could change
+ * (see files_linux.c) and network or virtual file systems. Returns a
+ * directory descriptor, or -1 with `e` set. */
+int tl__hp_open_dir(const char *path, int create, tl_host_error_t *e);
+
+/* Opens (creating it with mode 0600) `name` in the directory `dirfd`
+ * (checked by tl__hp_open_dir; `dir` is its path, for messages) and
+ * refuses anything but a regular file of this user, with one link, that
+ * only this user can open. Returns the fd, or -1 with `e` set. */
+int tl__hp_open_file(int dirfd, const char *dir, const char *name,
+                     tl_host_error_t *e);
 void tl__hp_close(int fd);
+
+/* The file's identity as this process sees it (device, inode) and its
+ * size now, from fstat; -1 when fstat fails. */
+int tl__hp_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *size);
+
+/* The kernel's boot id (16 bytes, zeros when unknown): a table written
+ * under another boot has no live process. */
+void tl__hp_boot_id(uint8_t out[16]);
+
+/* Reads `len` bytes at `offset` of the file (without mapping it).
+ * Returns the number read, or -1. */
+long tl__hp_read(int fd, void *buf, size_t len, uint64_t offset);
 
 /* Byte-range locks owned by the open file description (not the process),
  * dropped by the kernel when the last descriptor of it closes, that is,
@@ -34,6 +58,11 @@ void tl__hp_close(int fd);
  * forms return 0 on success and -1 when another description conflicts. */
 int tl__hp_trylock(int fd, uint64_t byte, int exclusive);
 int tl__hp_lock_wait(int fd, uint64_t byte, int exclusive);
+/* As tl__hp_lock_wait, for at most `timeout_ms`: 0, or -1 when the lock
+ * is still held then (`*holder`: the pid of a process-owned lock that is
+ * in the way, or 0 when unknown, such as an OFD lock). */
+int tl__hp_lock_within(int fd, uint64_t byte, int exclusive, int64_t timeout_ms,
+                       uint32_t *holder);
 void tl__hp_unlock(int fd, uint64_t byte);
 int tl__hp_probe(int fd, uint64_t byte);
 
