@@ -188,7 +188,9 @@ class LockManager {
   /** Diagnostics for the tests: the table's counts. */
   stats () {
     this.#open('LockManager.stats')
-    const [slot, nodes, slots, names] = native.hostStats(this.#handle)
+    const res = native.hostStats(this.#handle)
+    if (typeof res === 'number') throw this.#error(res, 'LockManager.stats')
+    const [slot, nodes, slots, names] = res
     return { slot, nodes, slots, names }
   }
 
@@ -197,6 +199,10 @@ class LockManager {
   [kDoorbell] () {
     if (this.#closed) return
     const changes = native.hostPoll(this.#handle)
+    if (typeof changes === 'number') {
+      this.#lost(this.#error(changes, 'LockManager.request'))
+      return
+    }
     // The doorbell's call is a task of its own, so the first callback of
     // the batch runs from it directly (it saves a turn of the event loop on
     // every hand-off); the others get a task each, as in threadlock.locks.
@@ -209,6 +215,21 @@ class LockManager {
         direct = false
       } else if (state === C.STOLEN) {
         this.#stolen(e)
+      }
+    }
+  }
+
+  // The table can no longer be used (the file shrank or was rebuilt):
+  // waiting requests reject with `err`, held locks' signals abort with it
+  // and their requests reject with it when they end.
+  #lost (err) {
+    for (const e of [...this.#entries.values()]) {
+      if (e.state === 'waiting') {
+        this.#forget(e)
+        e.reject(err)
+      } else if (e.lost === null) {
+        e.lost = err
+        if (e.controller !== null) e.controller.abort(err)
       }
     }
   }
@@ -302,6 +323,7 @@ class LockManager {
     const stolen = e.stolen === true
     const was = this.#entries.has(e.node) ? this.#finish(e) : C.HELD
     if (stolen) return // rejected already
+    if (was < 0 && e.lost === null) e.lost = this.#error(was, 'LockManager.request')
     if (e.lost !== null) {
       e.reject(e.lost)
     } else if (was === C.STOLEN) {
@@ -344,7 +366,7 @@ class LockManager {
   #error (code, where) {
     switch (code) {
       case C.ECORRUPT:
-        return new HostError(codes.ECORRUPT, `${where}: the table file in ${this.#path} is corrupt (an index or entry out of range); it is rebuilt when no process uses it`)
+        return new HostError(codes.ECORRUPT, `${where}: the table file in ${this.#path} is corrupt (an index or entry out of range, or the file shrank or was rebuilt under this process); it is rebuilt when no process uses it`)
       case C.ENAMES:
         return new HostError(codes.EFULL, `${where}: the table in ${this.#path} has no free name entry (${C.NAMES} names at most)`)
       case C.ENODES:

@@ -55,6 +55,7 @@ struct tl_hostref_s {
   int closed;         /* JS thread only */
   /* Protected by the process lock (tl__hp_process_lock). */
   int shared;         /* served by the process helper */
+  int broken;         /* its table can no longer be read: left out */
   uint32_t seen;      /* the doorbell value the process helper acted on */
   tl_hostref_t *next; /* in tl__proc.list */
 };
@@ -122,10 +123,18 @@ tl__proc_helper(void *arg)
     set[n++] = (tl_hp_waitv_t){ (uint32_t *)&tl__proc.change,
                                 atomic_load(&tl__proc.change), 0 };
     for (tl_hostref_t *r = tl__proc.list; r != NULL; r = r->next) {
-      if (!r->shared)
+      if (!r->shared || r->broken)
         continue;
-      if (tl_host_doorbell_check(r->h, &r->seen))
+      int c = tl_host_doorbell_check(r->h, &r->seen);
+      if (c != 0)
         tl__host_ring(r);
+      if (c < 0) {
+        /* The file shrank or was rebuilt: its event loop hears of it
+         * once (its poll fails), and the helper no longer sleeps on a
+         * word whose futex wait would fail at once. */
+        r->broken = 1;
+        continue;
+      }
       set[n++] = (tl_hp_waitv_t){ tl_host_doorbell(r->h), r->seen, 1 };
     }
     tl__hp_process_unlock();
@@ -143,10 +152,14 @@ tl__host_helper(void *data)
 {
   tl_hostref_t *r = data;
   uint32_t seen = 0;
+  int c;
 
   tl__hp_cancel_point(0);
-  while (tl_host_doorbell_wait(r->h, &seen) == 0)
+
+  while ((c = tl_host_doorbell_wait(r->h, &seen)) == 0)
     tl__host_ring(r);
+  if (c == -2)
+    tl__host_ring(r); /* the table can no longer be read: say so once */
   return NULL;
 }
 
@@ -536,7 +549,8 @@ tl__poll_visit(void *data, uint32_t node, int state, uint64_t token,
   l->items[l->n++] = (tl_poll_item_t){ node, state, token, owner_died };
 }
 
-/* hostPoll(handle) -> [[node, state, token, ownerDied], ...] */
+/* hostPoll(handle) -> [[node, state, token, ownerDied], ...], or a
+ * negative error number. */
 static napi_value
 tl_napi_host_poll(napi_env env, napi_callback_info info)
 {
@@ -547,7 +561,11 @@ tl_napi_host_poll(napi_env env, napi_callback_info info)
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  tl_host_poll(r->h, tl__poll_visit, &l);
+  int st = tl_host_poll(r->h, tl__poll_visit, &l);
+  if (st < 0) {
+    free(l.items);
+    return tl__int(env, st);
+  }
   if (napi_create_array_with_length(env, l.n, &out) != napi_ok)
     goto fail;
   for (size_t i = 0; i < l.n; i++) {
@@ -651,7 +669,8 @@ tl_napi_host_close(napi_env env, napi_callback_info info)
   return NULL;
 }
 
-/* hostStats(handle) -> [slot, nodes in use, slots attached, names] */
+/* hostStats(handle) -> [slot, nodes in use, slots attached, names], or a
+ * negative error number. */
 static napi_value
 tl_napi_host_stats(napi_env env, napi_callback_info info)
 {
@@ -662,7 +681,9 @@ tl_napi_host_stats(napi_env env, napi_callback_info info)
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3]);
+  int st = tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3]);
+  if (st < 0)
+    return tl__int(env, st);
   for (int i = 0; i < 4; i++)
     items[i] = tl__int(env, v[i]);
   return tl__array(env, items, 4);

@@ -180,10 +180,31 @@ tl__alive(tl_host_t *h, uint32_t s)
 
 static void tl__repair(tl_host_t *h);
 
+/* Whether the mapping can be touched: the file still has the size that
+ * was mapped (a file shrunk under a mapping faults with SIGBUS on the
+ * pages past its end, so the size is checked with fstat before every
+ * entry, never caught with a signal handler), and the table is the one
+ * this attachment joined (not rebuilt since). Returns 0 or
+ * TL_HOST_ECORRUPT. Truncating the file between this check and the
+ * accesses that follow it (microseconds) is the one window left. */
+static int
+tl__table_ok(tl_host_t *h)
+{
+  uint64_t dev, ino, size;
+
+  if (tl__hp_identity(h->fd, &dev, &ino, &size) != 0 || size < h->size)
+    return TL_HOST_ECORRUPT;
+  if (h->t->hdr.generation != h->generation || h->t->hdr.magic != TL_MAGIC)
+    return TL_HOST_ECORRUPT;
+  return 0;
+}
+
 /* Takes the table's critical section. A contended wait sleeps in slices
  * and checks, each time, whether the owner's process is still there: a
- * dead owner's word is taken over and the table repaired. */
-static void
+ * dead owner's word is taken over and the table repaired. Returns 0, or
+ * TL_HOST_ECORRUPT (without the section) when the file shrank or was
+ * rebuilt under this attachment. */
+static int
 tl__crit_lock(tl_host_t *h)
 {
   _Atomic uint32_t *w = &h->t->hdr.crit;
@@ -192,9 +213,13 @@ tl__crit_lock(tl_host_t *h)
 
   tl__hp_mutex_lock(h->local);
   for (;;) {
+    if (tl__table_ok(h) != 0) {
+      tl__hp_mutex_unlock(h->local);
+      return TL_HOST_ECORRUPT;
+    }
     uint32_t v = 0;
     if (atomic_compare_exchange_strong(w, &v, take))
-      return;
+      return 0;
     uint32_t owner = v & ~TL_WAITERS;
     /* Our own slot number there means a dead earlier owner of our slot:
      * no thread of this attachment nests the section. */
@@ -202,7 +227,7 @@ tl__crit_lock(tl_host_t *h)
         !tl__alive(h, owner - 1)) {
       if (atomic_compare_exchange_strong(w, &v, me | (v & TL_WAITERS))) {
         tl__repair(h);
-        return;
+        return 0;
       }
       continue;
     }
@@ -555,8 +580,7 @@ tl__watcher(void *data)
   tl__hp_cancel_point(0);
   if (r == 0) {
     tl__hp_unlock(h->fd, TL_LIVE + s);
-    if (!atomic_load(&h->stopping)) {
-      tl__crit_lock(h);
+    if (!atomic_load(&h->stopping) && tl__crit_lock(h) == 0) {
       /* A new process may have claimed the slot in between: it is then
        * alive and has recovered the old owner's state itself. */
       if (h->t->slots[s].state != SLOT_FREE && !tl__alive(h, s))
@@ -810,7 +834,13 @@ tl_host_attach(const char *dir, tl_host_error_t *e)
                   TL_HOST_SLOTS);
     goto fail;
   }
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0) {
+    tl__host_fail(e, TL_HOST_ECORRUPT, 0,
+                  "the table file in '%s' shrank or was rebuilt while "
+                  "attaching",
+                  dir);
+    goto fail;
+  }
   tl_slot_t *me = &h->t->slots[h->slot];
   if (me->state != SLOT_FREE)
     tl__recover(h, h->slot);
@@ -851,7 +881,10 @@ void
 tl_host_detach(tl_host_t *h)
 {
   atomic_store(&h->stopping, 1);
-  tl__crit_lock(h);
+  /* A table that shrank or was rebuilt is not touched: the byte locks go
+   * with the descriptor, and the others recover what was ours. */
+  if (tl__crit_lock(h) != 0)
+    goto gone;
   /* Everything of ours leaves the table, as a death would, except that
    * nobody is told the owner died. */
   for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
@@ -871,6 +904,7 @@ tl_host_detach(tl_host_t *h)
   }
   h->t->slots[h->slot].state = SLOT_FREE;
   tl__crit_unlock(h);
+gone:
   tl__hp_unlock(h->fd, TL_LIVE + h->slot);
   tl_host_stop_watchers(h);
   tl__hp_unmap(h->t, h->size);
@@ -920,7 +954,8 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
 
   if (len > TL_HOST_NAME_MAX)
     return TL_HOST_ENAMES;
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0)
+    return TL_HOST_ECORRUPT;
   at = tl__name_find(h, name, len, 1);
   if (at < 0) {
     r = at;
@@ -1044,7 +1079,8 @@ tl_host_release(tl_host_t *h, uint32_t node)
 {
   int r;
 
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0)
+    return TL_HOST_ECORRUPT;
   tl_node_t *n = tl__mine(h, node);
   if (n == NULL) {
     tl__crit_unlock(h);
@@ -1076,6 +1112,8 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     return TL_HOST_ENOTMINE;
   n = &h->t->nodes[node];
   for (;;) {
+    if (tl__table_ok(h) != 0)
+      return TL_HOST_ECORRUPT;
     uint32_t w = atomic_load(&n->word);
     if (atomic_load(&n->state) != TL_HOST_WAITING)
       break;
@@ -1106,7 +1144,8 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     *owner_died = (int)n->owner_died;
     return r;
   }
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0)
+    return TL_HOST_ECORRUPT;
   r = (int)atomic_load(&n->state);
   if (r == TL_HOST_WAITING) {
     /* Timed out or interrupted: the request leaves its queue, which may
@@ -1129,7 +1168,8 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
 int
 tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data)
 {
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0)
+    return TL_HOST_ECORRUPT;
   for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
     if (h->mine[i] == TL_HOST_FREE)
       continue;
@@ -1156,7 +1196,8 @@ tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data)
 {
   int bad = 0;
 
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0)
+    return TL_HOST_ECORRUPT;
   tl__sweep(h);
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
     tl_name_t *e = &h->t->names[i];
@@ -1194,15 +1235,21 @@ tl_host_doorbell_check(tl_host_t *h, uint32_t *seen)
 {
   tl_slot_t *me = &h->t->slots[h->slot];
   uint8_t ahead[TL_HOST_SLOTS];
-  uint32_t v = atomic_load(&me->doorbell);
 
-  if (v == *seen || atomic_load(&h->stopping))
+  if (atomic_load(&h->stopping))
+    return 0;
+  /* The helper reads the slot only after checking that it can. */
+  if (tl__table_ok(h) != 0)
+    return -1;
+  uint32_t v = atomic_load(&me->doorbell);
+  if (v == *seen)
     return 0;
   *seen = v;
   uint32_t rw = atomic_load(&me->rewatch);
   if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
     h->rewatch_seen = rw;
-    tl__crit_lock(h);
+    if (tl__crit_lock(h) != 0)
+      return -1;
     tl__ahead(h, ahead);
     tl__crit_unlock(h);
     tl__watch(h, ahead);
@@ -1218,8 +1265,9 @@ tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
   for (;;) {
     if (atomic_load(&h->stopping))
       return -1;
-    if (tl_host_doorbell_check(h, seen))
-      return 0;
+    int c = tl_host_doorbell_check(h, seen);
+    if (c != 0)
+      return c > 0 ? 0 : -2;
     tl__hp_wait(d, *seen, -1);
   }
 }
@@ -1248,13 +1296,14 @@ tl_host_stop_watchers(tl_host_t *h)
   tl__hp_mutex_unlock(h->lock);
 }
 
-void
+int
 tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
               uint32_t *names)
 {
   *slot = h->slot;
   *nodes = *slots = *names = 0;
-  tl__crit_lock(h);
+  if (tl__crit_lock(h) != 0)
+    return TL_HOST_ECORRUPT;
   for (uint32_t i = 0; i < TL_HOST_NODES; i++)
     *nodes += atomic_load(&h->t->nodes[i].state) != TL_HOST_FREE;
   for (uint32_t i = 0; i < TL_HOST_SLOTS; i++)
@@ -1262,4 +1311,5 @@ tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
     *names += h->t->names[i].state == NAME_USED;
   tl__crit_unlock(h);
+  return 0;
 }

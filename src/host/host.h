@@ -90,13 +90,21 @@ int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data);
  * every grant or steal that concerns one of its async requests. The glue's
  * helper thread sleeps on it (with the doorbells of the process's other
  * attachments, through futex_waitv) and asks tl_host_doorbell_check after
- * every wake: nonzero when the word moved past `*seen` (then updated);
- * the check also starts the watchers a steal asked for. Only one thread
+ * every wake: 1 when the word moved past `*seen` (then updated), 0 when
+ * not, -1 when the table can no longer be read (the file shrank or was
+ * rebuilt: the attachment must leave the helper's set, whose futex wait
+ * on it would fail at once); the check also starts the watchers a steal
+ * asked for. Only one thread
  * at a time may check an attachment, and never after tl_host_detach.
  *
  * The fallback without futex_waitv, one helper thread per attachment:
- * tl_host_doorbell_wait sleeps on this one word until it rang (returns 0)
- * or tl_host_doorbell_stop was called (returns -1). */
+ * tl_host_doorbell_wait sleeps on this one word until it rang (returns 0),
+ * tl_host_doorbell_stop was called (returns -1) or the table can no longer
+ * be read (returns -2).
+ *
+ * Every call that touches the table checks first that the file still has
+ * its size and is the table joined: otherwise it returns TL_HOST_ECORRUPT
+ * (a shrunk file is never touched, so it never raises SIGBUS). */
 uint32_t *tl_host_doorbell(tl_host_t *h);
 int tl_host_doorbell_check(tl_host_t *h, uint32_t *seen);
 int tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen);
@@ -109,7 +117,7 @@ void tl_host_doorbell_stop(tl_host_t *h);
 void tl_host_stop_watchers(tl_host_t *h);
 
 /* Diagnostics for the tests: the slot, nodes in use, attached slots. */
-void tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes,
-                   uint32_t *slots, uint32_t *names);
+int tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes,
+                  uint32_t *slots, uint32_t *names);
 
 #endif

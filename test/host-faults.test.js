@@ -1,0 +1,64 @@
+'use strict'
+
+// Faults of the table under live processes (the same user's doing): a
+// table file that shrinks gives every process an error, never SIGBUS.
+
+const assert = require('assert')
+const fs = require('fs')
+const path = require('path')
+const { scopeDir, spawn, killAll } = require('./fixtures/host-harness')
+
+describe('threadlock/host: faults of the table file', function () {
+  this.timeout(60000)
+  afterEach(killAll)
+
+  for (const size of [0, 4096]) {
+    it(`a table truncated to ${size} bytes under a holder, an async waiter and a blocked requestSync: each gets ECORRUPT, none gets SIGBUS (finding 2)`, async () => {
+      const dir = scopeDir()
+      const [a, b, c] = await spawn(dir, 3)
+      const held = a.send('request', { name: 'a' })
+      await a.event(held, 'granted')
+      const waiting = b.send('request', { name: 'a' })
+      const blocked = c.send('sync', { name: 'a', options: { timeout: 3000 } })
+      // Both are queued before the file shrinks.
+      await waitFor(async () => (await a.call('query')).snapshot.pending.length === 2)
+      fs.truncateSync(path.join(dir, 'threadlock-host.table'), size)
+      // The holder releases: its request rejects with ECORRUPT.
+      a.send('release', { id: held })
+      const r = await alive(a, a.event(held, 'rejected'))
+      assert.strictEqual(r.error.code, 'ECORRUPT', JSON.stringify(r))
+      // The blocked requestSync wakes at its timeout and finds the file short.
+      const e = await alive(c, c.event(blocked, 'error', 20000))
+      assert.strictEqual(e.error.code, 'ECORRUPT', JSON.stringify(e))
+      // New requests of every process reject with ECORRUPT.
+      for (const child of [a, b, c]) {
+        const id = child.send('request', { name: 'other' })
+        const got = await alive(child, child.event(id, 'rejected'))
+        assert.strictEqual(got.error.code, 'ECORRUPT')
+        assert.match(got.error.message, /^LockManager.request: the table file in .* is corrupt/)
+      }
+      // The waiter is still waiting (nobody can grant it) until its close.
+      assert.ok(!b.events.some((m) => m.id === waiting && m.ev !== 'rejected'))
+      for (const child of [a, b, c]) await child.call('close')
+      const rejected = await b.event(waiting, 'rejected')
+      assert.strictEqual(rejected.error.code, 'ECLOSED')
+      for (const child of [a, b, c]) {
+        child.send('exit')
+        assert.deepStrictEqual(await child.exited, { code: 0, signal: null })
+      }
+    })
+  }
+})
+
+async function waitFor (check, ms = 10000) {
+  const until = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('condition not reached')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+// `promise`, or a failure naming how the child ended if it ends first.
+function alive (child, promise) {
+  return Promise.race([promise, child.exited.then((how) => { throw new Error(`child ${child.pid} ended: ${JSON.stringify(how)}`) })])
+}
