@@ -59,6 +59,9 @@ module.exports = {
   hostRelease: binding.hostRelease,
   hostPoll: binding.hostPoll,
   hostQuery: binding.hostQuery,
+  hostRewatch: binding.hostRewatch,
+  hostDefer: binding.hostDefer,
+  hostTake: binding.hostTake,
   hostRef: binding.hostRef,
   hostClose: binding.hostClose,
   hostStats: binding.hostStats

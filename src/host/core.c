@@ -124,12 +124,14 @@ struct tl_host_s {
   _Atomic int stopping;
   /* Which nodes are this attachment's and what poll last reported of
    * each (TL_HOST_FREE: not ours). Protected by the table's crit. */
-  uint8_t mine[TL_HOST_NODES];
+  _Atomic uint8_t mine[TL_HOST_NODES]; /* atomic: requestSync's wait
+                                          reads its own entry unlocked */
   /* How many entries of `mine` are set: read by the helper thread, which
    * watches other processes only while this attachment has requests. */
   _Atomic uint32_t owned;
-  /* The slot's `rewatch` the helper thread last acted on (helper only). */
-  uint32_t rewatch_seen;
+  /* The slot's `rewatch` last acted on (by tl_host_rewatch, on the JS
+   * thread or the attachment's worker, under the section). */
+  _Atomic uint32_t rewatch_seen;
   /* Taken before the table's crit by every thread of the attachment (the
    * JS thread, the helper, the watchers), so that the slot number in crit
    * names one thread at a time and "crit holds my own slot number" can
@@ -140,9 +142,10 @@ struct tl_host_s {
   tl_watch_t watch[TL_HOST_SLOTS];
 };
 
-/* Fault injection for the tests (THREADLOCK_HOST_FAULT=crit): the process
+/* Fault injection for the tests: THREADLOCK_HOST_FAULT=crit, the process
  * kills itself inside the critical section of its first queued request,
- * with the node linked but the tail not yet updated. */
+ * with the node linked but the tail not yet updated; =stop, it stops
+ * itself there (SIGSTOP), once. */
 static _Atomic int tl__fault = -1; /* read by the JS thread of any env */
 
 static int
@@ -151,7 +154,10 @@ tl__fault_armed(void)
   int f = atomic_load_explicit(&tl__fault, memory_order_relaxed);
   if (f < 0) {
     const char *v = getenv("THREADLOCK_HOST_FAULT");
-    f = v != NULL && strcmp(v, "crit") == 0;
+    f = v == NULL                ? 0
+        : strcmp(v, "crit") == 0 ? 1
+        : strcmp(v, "stop") == 0 ? 2
+                                 : 0;
     atomic_store_explicit(&tl__fault, f, memory_order_relaxed);
   }
   return f;
@@ -201,21 +207,33 @@ tl__table_ok(tl_host_t *h)
 
 /* Takes the table's critical section. A contended wait sleeps in slices
  * and checks, each time, whether the owner's process is still there: a
- * dead owner's word is taken over and the table repaired. Returns 0, or
- * TL_HOST_ECORRUPT (without the section) when the file shrank or was
- * rebuilt under this attachment. */
+ * dead owner's word is taken over and the table repaired. A live owner is
+ * waited for at most `timeout_ms` (< 0: without a limit; 0: not at all),
+ * since it may be stopped (SIGSTOP, a debugger) for as long as anyone
+ * likes: an event loop must never wait for it. Returns 0, TL_HOST_EAGAIN
+ * (timeout 0), TL_HOST_ETIMEDOUT, or TL_HOST_ECORRUPT when the file
+ * shrank or was rebuilt under this attachment; only 0 holds the section. */
 static int
-tl__crit_lock(tl_host_t *h)
+tl__crit_lock(tl_host_t *h, int64_t timeout_ms)
 {
   _Atomic uint32_t *w = &h->t->hdr.crit;
   uint32_t me = h->slot + 1;
   uint32_t take = me;
+  uint64_t deadline = 0;
+  int r;
 
-  tl__hp_mutex_lock(h->local);
+  if (timeout_ms > 0)
+    deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms;
+  if (timeout_ms < 0)
+    tl__hp_mutex_lock(h->local);
+  else if ((timeout_ms == 0
+                ? tl__hp_mutex_trylock(h->local)
+                : tl__hp_mutex_timedlock(h->local, timeout_ms)) != 0)
+    return timeout_ms == 0 ? TL_HOST_EAGAIN : TL_HOST_ETIMEDOUT;
   for (;;) {
     if (tl__table_ok(h) != 0) {
-      tl__hp_mutex_unlock(h->local);
-      return TL_HOST_ECORRUPT;
+      r = TL_HOST_ECORRUPT;
+      break;
     }
     uint32_t v = 0;
     if (atomic_compare_exchange_strong(w, &v, take))
@@ -231,16 +249,34 @@ tl__crit_lock(tl_host_t *h)
       }
       continue;
     }
+    int64_t slice = TL_CRIT_SLICE_MS;
+    if (timeout_ms == 0) {
+      r = TL_HOST_EAGAIN;
+      break;
+    }
+    if (timeout_ms > 0) {
+      uint64_t now = tl__hp_monotonic_ms();
+      if (now >= deadline) {
+        r = TL_HOST_ETIMEDOUT;
+        break;
+      }
+      if ((int64_t)(deadline - now) < slice)
+        slice = (int64_t)(deadline - now);
+    }
     if (!(v & TL_WAITERS)) {
       if (!atomic_compare_exchange_strong(w, &v, v | TL_WAITERS))
         continue;
       v |= TL_WAITERS;
     }
-    tl__hp_wait((uint32_t *)w, v, TL_CRIT_SLICE_MS);
+    tl__hp_wait((uint32_t *)w, v, slice);
     /* Having slept, take it with the waiters bit, so that the unlock
      * wakes whoever else sleeps. */
     take = me | TL_WAITERS;
   }
+  /* Leaving without the section after having set the waiters bit is
+   * harmless: the owner's unlock wakes one sleeper too many at worst. */
+  tl__hp_mutex_unlock(h->local);
+  return r;
 }
 
 static void
@@ -580,7 +616,7 @@ tl__watcher(void *data)
   tl__hp_cancel_point(0);
   if (r == 0) {
     tl__hp_unlock(h->fd, TL_LIVE + s);
-    if (!atomic_load(&h->stopping) && tl__crit_lock(h) == 0) {
+    if (!atomic_load(&h->stopping) && tl__crit_lock(h, -1) == 0) {
       /* A new process may have claimed the slot in between: it is then
        * alive and has recovered the old owner's state itself. */
       if (h->t->slots[s].state != SLOT_FREE && !tl__alive(h, s))
@@ -834,7 +870,7 @@ tl_host_attach(const char *dir, tl_host_error_t *e)
                   TL_HOST_SLOTS);
     goto fail;
   }
-  if (tl__crit_lock(h) != 0) {
+  if (tl__crit_lock(h, -1) != 0) {
     tl__host_fail(e, TL_HOST_ECORRUPT, 0,
                   "the table file in '%s' shrank or was rebuilt while "
                   "attaching",
@@ -883,7 +919,7 @@ tl_host_detach(tl_host_t *h)
   atomic_store(&h->stopping, 1);
   /* A table that shrank or was rebuilt is not touched: the byte locks go
    * with the descriptor, and the others recover what was ours. */
-  if (tl__crit_lock(h) != 0)
+  if (tl__crit_lock(h, -1) != 0)
     goto gone;
   /* Everything of ours leaves the table, as a death would, except that
    * nobody is told the owner died. */
@@ -946,7 +982,8 @@ tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
 
 int
 tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
-                uint32_t *node, uint64_t *token, int *owner_died)
+                int64_t crit_ms, uint32_t *node, uint64_t *token,
+                int *owner_died)
 {
   int excl = (flags & TL_HOST_EXCLUSIVE) != 0;
   int r, at, dead = 0, queued = 0;
@@ -954,8 +991,8 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
 
   if (len > TL_HOST_NAME_MAX)
     return TL_HOST_ENAMES;
-  if (tl__crit_lock(h) != 0)
-    return TL_HOST_ECORRUPT;
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
   at = tl__name_find(h, name, len, 1);
   if (at < 0) {
     r = at;
@@ -1036,8 +1073,13 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       }
       last->next = ref;
     }
-    if (!r && tl__fault_armed())
+    if (!r && tl__fault_armed() == 1)
       raise(SIGKILL); /* the tail still points at the old last node */
+    if (!r && tl__fault_armed() == 2) {
+      /* Stopped inside the section (once), as a debugger or SIGSTOP may. */
+      atomic_store_explicit(&tl__fault, 0, memory_order_relaxed);
+      raise(SIGSTOP);
+    }
     e->tail = ref;
     if (r)
       tl__grant(h, e, n, 0);
@@ -1075,12 +1117,12 @@ tl__mine(tl_host_t *h, uint32_t node)
 }
 
 int
-tl_host_release(tl_host_t *h, uint32_t node)
+tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
 {
   int r;
 
-  if (tl__crit_lock(h) != 0)
-    return TL_HOST_ECORRUPT;
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
   tl_node_t *n = tl__mine(h, node);
   if (n == NULL) {
     tl__crit_unlock(h);
@@ -1144,8 +1186,11 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     *owner_died = (int)n->owner_died;
     return r;
   }
-  if (tl__crit_lock(h) != 0)
-    return TL_HOST_ECORRUPT;
+  /* The withdrawal does not wait for the section either: when another
+   * process holds it, the caller is told (TL_HOST_EAGAIN) and withdraws
+   * the request later, from a thread that may wait. */
+  if ((r = tl__crit_lock(h, 0)) != 0)
+    return r == TL_HOST_EAGAIN ? TL_HOST_EAGAIN : r;
   r = (int)atomic_load(&n->state);
   if (r == TL_HOST_WAITING) {
     /* Timed out or interrupted: the request leaves its queue, which may
@@ -1166,10 +1211,12 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
 }
 
 int
-tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data)
+tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
 {
-  if (tl__crit_lock(h) != 0)
-    return TL_HOST_ECORRUPT;
+  int r;
+
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
   for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
     if (h->mine[i] == TL_HOST_FREE)
       continue;
@@ -1192,12 +1239,12 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data)
 }
 
 int
-tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data)
+tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data, int64_t crit_ms)
 {
-  int bad = 0;
+  int bad = 0, r;
 
-  if (tl__crit_lock(h) != 0)
-    return TL_HOST_ECORRUPT;
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
   tl__sweep(h);
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
     tl_name_t *e = &h->t->names[i];
@@ -1234,7 +1281,6 @@ int
 tl_host_doorbell_check(tl_host_t *h, uint32_t *seen)
 {
   tl_slot_t *me = &h->t->slots[h->slot];
-  uint8_t ahead[TL_HOST_SLOTS];
 
   if (atomic_load(&h->stopping))
     return 0;
@@ -1245,16 +1291,29 @@ tl_host_doorbell_check(tl_host_t *h, uint32_t *seen)
   if (v == *seen)
     return 0;
   *seen = v;
-  uint32_t rw = atomic_load(&me->rewatch);
-  if (rw != h->rewatch_seen && atomic_load(&h->owned) > 0) {
-    h->rewatch_seen = rw;
-    if (tl__crit_lock(h) != 0)
-      return -1;
-    tl__ahead(h, ahead);
-    tl__crit_unlock(h);
-    tl__watch(h, ahead);
-  }
   return 1;
+}
+
+int
+tl_host_rewatch(tl_host_t *h, int64_t crit_ms)
+{
+  tl_slot_t *me = &h->t->slots[h->slot];
+  uint8_t ahead[TL_HOST_SLOTS];
+  int r;
+
+  if (atomic_load(&h->stopping) || atomic_load(&h->owned) == 0 ||
+      tl__table_ok(h) != 0)
+    return 0;
+  uint32_t rw = atomic_load(&me->rewatch);
+  if (rw == h->rewatch_seen)
+    return 0;
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  h->rewatch_seen = rw;
+  tl__ahead(h, ahead);
+  tl__crit_unlock(h);
+  tl__watch(h, ahead);
+  return 0;
 }
 
 int
@@ -1302,7 +1361,7 @@ tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
 {
   *slot = h->slot;
   *nodes = *slots = *names = 0;
-  if (tl__crit_lock(h) != 0)
+  if (tl__crit_lock(h, -1) != 0)
     return TL_HOST_ECORRUPT;
   for (uint32_t i = 0; i < TL_HOST_NODES; i++)
     *nodes += atomic_load(&h->t->nodes[i].state) != TL_HOST_FREE;

@@ -119,6 +119,10 @@ tl_hp_mutex_t *tl__hp_mutex_new(void);
 void tl__hp_mutex_free(tl_hp_mutex_t *m);
 void tl__hp_mutex_lock(tl_hp_mutex_t *m);
 void tl__hp_mutex_unlock(tl_hp_mutex_t *m);
+/* 0 when taken; -1 when another thread holds it (trylock), or still held
+ * after `timeout_ms`. */
+int tl__hp_mutex_trylock(tl_hp_mutex_t *m);
+int tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms);
 
 /* The one process-wide mutex of the glue's process helper (statically
  * initialised, never freed), and a function run by exit(). */

@@ -399,6 +399,33 @@ tl__hp_mutex_unlock(tl_hp_mutex_t *m)
     abort();
 }
 
+int
+tl__hp_mutex_trylock(tl_hp_mutex_t *m)
+{
+  return pthread_mutex_trylock(&m->m) == 0 ? 0 : -1;
+}
+
+int
+tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms)
+{
+  struct timespec ts;
+
+  /* pthread_mutex_timedlock counts in CLOCK_REALTIME; a jump of the
+   * clock makes this wait shorter or longer, never unbounded. */
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(timeout_ms / 1000);
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  int r;
+  do
+    r = pthread_mutex_timedlock(&m->m, &ts);
+  while (r == EINTR);
+  return r == 0 ? 0 : -1;
+}
+
 static pthread_mutex_t tl__process_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 void
