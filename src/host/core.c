@@ -39,6 +39,7 @@
  * same offsets, so a version can be read (and the fence kept) from any. */
 #define TL_VERSION 2u
 #define TL_ATTACH_WAIT_MS 5000 /* the longest wait for byte 0 */
+#define TL_DIED_RING 64        /* died names remembered (tl_hdr_t) */
 #define TL_FILE "threadlock-host.table"
 #define TL_LIVE 1u             /* liveness byte of slot i: TL_LIVE + i */
 #define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
@@ -64,6 +65,14 @@ typedef struct {
    * directory) cannot see the others' locks, and must not use it. */
   uint64_t ident_dev, ident_ino;
   uint8_t boot_id[16];
+  /* Names whose holder died with nobody waiting: their entries are freed
+   * at once (a dead process leaves nothing), and the next request of one
+   * of the last TL_DIED_RING of them is still told ownerDied. Each entry
+   * is a name's hash and its length + 1 (0: unused). */
+  uint64_t died_hash[TL_DIED_RING];
+  uint32_t died_len[TL_DIED_RING];
+  uint32_t died_next;
+  uint32_t pad2;
 } tl_hdr_t;
 
 typedef struct {
@@ -348,6 +357,15 @@ tl__name_find(tl_host_t *h, const char *name, size_t len, int create)
   e->len = (uint32_t)len;
   e->hash = hash;
   e->state = NAME_USED;
+  /* A name whose last holder died with nobody waiting: its next grantee
+   * is told. */
+  for (uint32_t i = 0; i < TL_DIED_RING; i++) {
+    if (h->t->hdr.died_len[i] == len + 1 && h->t->hdr.died_hash[i] == hash) {
+      h->t->hdr.died_len[i] = 0;
+      e->died = 1;
+      break;
+    }
+  }
   return free_at;
 }
 
@@ -359,8 +377,16 @@ static void
 tl__name_trim(tl_host_t *h, uint32_t at)
 {
   tl_name_t *e = &h->t->names[at];
-  if (e->head != 0 || e->died)
+  if (e->head != 0)
     return;
+  if (e->died) {
+    /* Remembered outside the entry, which is freed now. */
+    uint32_t i = h->t->hdr.died_next % TL_DIED_RING;
+    h->t->hdr.died_hash[i] = e->hash;
+    h->t->hdr.died_len[i] = e->len + 1;
+    h->t->hdr.died_next = i + 1;
+    e->died = 0;
+  }
   e->state = NAME_TOMB;
   if (h->t->names[(at + 1) % TL_HOST_NAMES].state != NAME_EMPTY)
     return;
@@ -1048,9 +1074,18 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
     if (r < 0)
       goto undo;
     if (!r && dead) {
-      /* Whoever is in the way died: recover it before deciding. */
+      /* Whoever is in the way died: recover it before deciding. The
+       * recovery may have freed the name's entry (nobody else wanted
+       * it): look it up again. */
       tl__sweep(h);
       dead = 0;
+      at = tl__name_find(h, name, len, 1);
+      if (at < 0) {
+        r = at;
+        goto out;
+      }
+      e = &h->t->names[at];
+      n->name = (uint32_t)at;
       r = tl__grantable(h, e, excl, &dead);
       if (r < 0)
         goto undo;
