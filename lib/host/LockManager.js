@@ -19,9 +19,6 @@ const { createHeldLock } = require('./HeldLock')
 
 const C = native.hostConstants || {}
 
-// hostDefer could not start the worker thread (pthread_create failed).
-const ETHREAD = -1000
-
 function noop () {}
 
 function stolenError (where) {
@@ -170,7 +167,7 @@ class LockManager {
     const id = this.#nextId
     this.#nextId = (this.#nextId + 1) & 0x3fffffff
     if (native.hostDefer(this.#handle, kind, id, arg, flags) !== 0) {
-      cont(ETHREAD)
+      cont(C.ETHREAD)
       return false
     }
     this.#deferred.set(id, cont)
@@ -320,7 +317,13 @@ class LockManager {
       })
     }
     if (!this.#rewatchDeferred && !this.#closed) {
-      this.#rewatchDeferred = this.#run(C.OP_REWATCH, () => native.hostRewatch(this.#handle, 0), 0, 0, () => { this.#rewatchDeferred = false })
+      this.#rewatchDeferred = this.#run(C.OP_REWATCH, () => native.hostRewatch(this.#handle, 0), 0, 0, (res) => {
+        this.#rewatchDeferred = false
+        // A watcher a steal asked for could not start: the waiting
+        // requests could no longer learn of a death ahead of them, so
+        // they are withdrawn with the error rather than left to hang.
+        if (res === C.ETHREAD) this.#withdrawAll(this.#error(res, 'LockManager.request'))
+      })
     }
   }
 
@@ -360,6 +363,17 @@ class LockManager {
         e.lost = err
         if (e.controller !== null) e.controller.abort(err)
       }
+    }
+  }
+
+  // Withdraws every waiting request of the manager, rejecting it with
+  // `err`.
+  #withdrawAll (err) {
+    for (const e of [...this.#entries.values()]) {
+      if (e.state !== 'waiting' || e.sync) continue
+      this.#forget(e)
+      this.#releaseNode(e.node)
+      e.reject(err)
     }
   }
 
@@ -509,8 +523,8 @@ class LockManager {
         return new HostError(codes.EFULL, `${where}: the table in ${this.#path} has no free request node (${C.NODES} requests at most)`)
       case C.ECLOSED:
         return new HostError(codes.ECLOSED, `${where}: the lock manager was closed`)
-      case ETHREAD:
-        return new HostError('EAGAIN', `${where}: cannot start a thread (the process or user reached its limit of threads)`)
+      case C.ETHREAD:
+        return new HostError('EAGAIN', `${where}: cannot start a thread (the process or user reached its limit of threads); the request was withdrawn`)
       default:
         return new LockError(lockCodes.EBUSY, `${where}: unexpected result ${code} of the table`)
     }

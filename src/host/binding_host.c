@@ -28,6 +28,7 @@ napi_value tl__host_exports(napi_env env, napi_value exports);
 
 #ifdef TL_HOST_SUPPORTED
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -449,8 +450,14 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
     napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
     tl_host_detach(h);
     tl__hostref_free(r);
-    napi_throw_error(env, NULL, "threadlock/host: cannot start a thread");
-    return NULL;
+    items[0] = tl__int(env, TL_HOST_ESYS);
+    items[1] = tl__int(env, EAGAIN);
+    TL_NAPI_CALL(env, napi_create_string_utf8(
+                          env,
+                          "cannot start the helper thread (the process or user "
+                          "reached its limit of threads)",
+                          NAPI_AUTO_LENGTH, &items[2]));
+    return tl__array(env, items, 3);
   }
   napi_add_env_cleanup_hook(env, tl__host_cleanup, r);
   TL_NAPI_CALL(env,
@@ -910,8 +917,8 @@ tl__worker_stop(tl_hostref_t *r)
   r->done_tail = &r->done;
 }
 
-/* hostDefer(handle, kind, id, nameOrNode, flags) -> 0, or -1 when the
- * worker thread cannot start (the caller reports it). */
+/* hostDefer(handle, kind, id, nameOrNode, flags) -> 0, or TL_HOST_ETHREAD
+ * when the worker thread cannot start (the caller reports it). */
 static napi_value
 tl_napi_host_defer(napi_env env, napi_callback_info info)
 {
@@ -950,7 +957,7 @@ tl_napi_host_defer(napi_env env, napi_callback_info info)
     r->worker = tl__hp_thread_start(tl__host_worker, r, "tl-host-worker");
     if (r->worker == NULL) {
       free(op);
-      return tl__int(env, -1);
+      return tl__int(env, TL_HOST_ETHREAD);
     }
   }
   tl__hp_mutex_lock(r->ops_lock);
@@ -1112,6 +1119,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "EINTR", TL_HOST_EINTR },
     { "ENOTMINE", TL_HOST_ENOTMINE },
     { "EAGAIN", TL_HOST_EAGAIN },
+    { "ETHREAD", TL_HOST_ETHREAD },
     { "ECLOSED", TL_HOST_ECLOSED },
     { "OP_REQUEST", TL_OP_REQUEST },
     { "OP_RELEASE", TL_OP_RELEASE },

@@ -117,12 +117,18 @@ typedef struct {
   tl_node_t nodes[TL_HOST_NODES];
 } tl_table_t;
 
-/* One watcher thread per other slot this attachment waits behind. */
-typedef struct {
+/* A watcher thread of one other slot this attachment waits behind. Owned
+ * by the attachment (`watch` or `retired`, under `lock`); `ended` is set
+ * by the thread as it ends, however it ends. */
+typedef struct tl_watch_s tl_watch_t;
+struct tl_watch_s {
   tl_hp_thread_t *thread;
-  uint32_t gen; /* the slot generation it watches */
-  _Atomic int done;
-} tl_watch_t;
+  tl_host_t *h;
+  uint32_t slot;
+  int cancelled; /* under the attachment's `lock` */
+  _Atomic int ended;
+  tl_watch_t *next; /* in `retired` */
+};
 
 struct tl_host_s {
   int fd;
@@ -146,9 +152,13 @@ struct tl_host_s {
    * names one thread at a time and "crit holds my own slot number" can
    * only mean a dead earlier owner of the slot. */
   tl_hp_mutex_t *local;
-  /* Protected by `lock` (a process-local mutex). */
+  /* Protected by `lock` (a process-local mutex, taken after `local` when
+   * both are): the watcher of each slot, and the cancelled watchers not
+   * joined yet. A thread holding `lock` never waits for a watcher that
+   * has not ended, except tl_host_stop_watchers (which holds no `local`). */
   tl_hp_mutex_t *lock;
-  tl_watch_t watch[TL_HOST_SLOTS];
+  tl_watch_t *watch[TL_HOST_SLOTS];
+  tl_watch_t *retired;
 };
 
 /* Fault injection for the tests: THREADLOCK_HOST_FAULT=crit, the process
@@ -621,25 +631,18 @@ tl__repair(tl_host_t *h)
 
 /* ---- watchers ---------------------------------------------------------- */
 
-typedef struct {
-  tl_host_t *h;
-  uint32_t slot;
-} tl_watch_arg_t;
-
 /* A watcher blocks on a slot's liveness byte: the kernel grants its read
  * lock when the owner's write lock goes, that is, when the owner detaches
- * or dies. No timer and no polling: the death is noticed at once. */
+ * or dies. No timer and no polling: the death is noticed at once. A
+ * watcher no longer needed is cancelled in that wait. */
 static void *
 tl__watcher(void *data)
 {
-  tl_watch_arg_t *a = data;
-  tl_host_t *h = a->h;
-  uint32_t s = a->slot;
+  tl_watch_t *w = data;
+  tl_host_t *h = w->h;
+  uint32_t s = w->slot;
 
-  free(a);
-  tl__hp_cancel_point(1);
-  int r = tl__hp_lock_wait(h->fd, TL_LIVE + s, 0);
-  tl__hp_cancel_point(0);
+  int r = tl__hp_lock_wait_cancellable(h->fd, TL_LIVE + s, 0, &w->ended);
   if (r == 0) {
     tl__hp_unlock(h->fd, TL_LIVE + s);
     if (!atomic_load(&h->stopping) && tl__crit_lock(h, -1) == 0) {
@@ -650,8 +653,49 @@ tl__watcher(void *data)
       tl__crit_unlock(h);
     }
   }
-  atomic_store(&h->watch[s].done, 1);
+  atomic_store(&w->ended, 1);
   return NULL;
+}
+
+/* Joins and frees the watchers that ended. `lock` held. */
+static void
+tl__reap(tl_host_t *h)
+{
+  for (tl_watch_t **p = &h->retired; *p != NULL;) {
+    tl_watch_t *w = *p;
+    if (!atomic_load(&w->ended)) {
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    tl__hp_thread_join(w->thread);
+    free(w);
+  }
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
+    tl_watch_t *w = h->watch[s];
+    if (w != NULL && atomic_load(&w->ended)) {
+      tl__hp_thread_join(w->thread);
+      free(w);
+      h->watch[s] = NULL;
+    }
+  }
+}
+
+/* Cancels the watcher of slot `s` (it ends at once if it still waits)
+ * and retires it, to be joined once it ended. `lock` held. */
+static void
+tl__retire(tl_host_t *h, uint32_t s)
+{
+  tl_watch_t *w = h->watch[s];
+  if (w == NULL)
+    return;
+  if (!w->cancelled) {
+    w->cancelled = 1;
+    tl__hp_thread_cancel(w->thread);
+  }
+  h->watch[s] = NULL;
+  w->next = h->retired;
+  h->retired = w;
 }
 
 /* Marks the slots with requests ahead of this attachment's waiting ones
@@ -680,32 +724,86 @@ tl__ahead(tl_host_t *h, uint8_t ahead[TL_HOST_SLOTS])
   }
 }
 
-/* Starts a watcher for every slot marked in `ahead` that has none. */
-static void
+/* Starts a watcher for every slot marked in `ahead` that has none.
+ * Returns 0, or TL_HOST_ETHREAD when one could not start (the ones that
+ * did stay: they are needed by the requests already waiting, or are
+ * cancelled by the next tl__prune). */
+static int
 tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
 {
+  int r = 0;
+
   tl__hp_mutex_lock(h->lock);
-  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
-    tl_watch_t *w = &h->watch[s];
-    if (s == h->slot || atomic_load(&h->stopping))
+  tl__reap(h);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS && r == 0; s++) {
+    if (s == h->slot || !ahead[s] || atomic_load(&h->stopping))
       continue;
-    if (w->thread != NULL && atomic_load(&w->done)) {
-      tl__hp_thread_join(w->thread);
-      w->thread = NULL;
+    if (h->watch[s] != NULL && !h->watch[s]->cancelled)
+      continue;
+    tl__retire(h, s);
+    tl_watch_t *w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+      r = TL_HOST_ETHREAD;
+      break;
     }
-    if (w->thread != NULL || !ahead[s])
-      continue;
-    tl_watch_arg_t *a = malloc(sizeof(*a));
-    if (a == NULL)
-      continue;
-    a->h = h;
-    a->slot = s;
-    atomic_store(&w->done, 0);
-    w->thread = tl__hp_thread_start(tl__watcher, a, "tl-host-watch");
-    if (w->thread == NULL)
-      free(a);
+    w->h = h;
+    w->slot = s;
+    w->thread = tl__hp_thread_start(tl__watcher, w, "tl-host-watch");
+    if (w->thread == NULL) {
+      free(w);
+      r = TL_HOST_ETHREAD;
+      break;
+    }
+    h->watch[s] = w;
   }
   tl__hp_mutex_unlock(h->lock);
+  return r;
+}
+
+/* Whether this attachment has a request waiting (mine[] records it). */
+static int
+tl__waiting_any(tl_host_t *h)
+{
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++)
+    if (atomic_load_explicit(&h->mine[i], memory_order_relaxed) ==
+        TL_HOST_WAITING)
+      return 1;
+  return 0;
+}
+
+/* An attachment with no waiting request needs no watcher: the ones it
+ * has are cancelled (those still waiting for a liveness byte end at once)
+ * and joined once ended. Called without the section, after the calls
+ * that end waits (a poll, a release, a blocking wait). */
+static void
+tl__prune(tl_host_t *h)
+{
+  if (tl__waiting_any(h))
+    return;
+  tl__hp_mutex_lock(h->lock);
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    tl__retire(h, s);
+  tl__reap(h);
+  tl__hp_mutex_unlock(h->lock);
+}
+
+/* The slots with requests in `e`'s list: all ahead of a request about to
+ * be put at its tail. Runs in crit. */
+static void
+tl__ahead_of(tl_host_t *h, tl_name_t *e, uint8_t ahead[TL_HOST_SLOTS])
+{
+  int bad = 0;
+  uint32_t cur = e->head;
+
+  memset(ahead, 0, TL_HOST_SLOTS);
+  for (uint32_t steps = 0; cur != 0 && steps <= TL_HOST_NODES; steps++) {
+    tl_node_t *c = tl__node_at(h, cur, &bad);
+    if (bad)
+      break;
+    if (c->slot < TL_HOST_SLOTS && c->slot != h->slot)
+      ahead[c->slot] = 1;
+    cur = c->next;
+  }
 }
 
 /* ---- attach and detach ------------------------------------------------- */
@@ -1012,7 +1110,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
                 int *owner_died)
 {
   int excl = (flags & TL_HOST_EXCLUSIVE) != 0;
-  int r, at, dead = 0, queued = 0;
+  int r, at, dead = 0;
   uint8_t ahead[TL_HOST_SLOTS];
 
   if (len > TL_HOST_NAME_MAX)
@@ -1094,6 +1192,16 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       r = TL_HOST_UNAVAILABLE;
       goto undo;
     }
+    if (!r) {
+      /* The processes ahead are watched (their death noticed) from now
+       * on; the watchers start before the request is linked, so that one
+       * that cannot start leaves nothing behind but an error. */
+      tl__ahead_of(h, e, ahead);
+      if (tl__watch(h, ahead) != 0) {
+        r = TL_HOST_ETHREAD;
+        goto undo;
+      }
+    }
     atomic_store(&n->state, TL_HOST_WAITING);
     n->next = 0;
     uint32_t ref = tl__node_ref(h, n);
@@ -1118,20 +1226,14 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
     e->tail = ref;
     if (r)
       tl__grant(h, e, n, 0);
-    else
-      queued = 1;
   }
   h->mine[tl__node_ref(h, n) - 1] = (uint8_t)atomic_load(&n->state);
   atomic_fetch_add(&h->owned, 1);
-  if (queued)
-    tl__ahead(h, ahead);
   *node = tl__node_ref(h, n) - 1;
   *token = n->token;
   *owner_died = (int)n->owner_died;
   r = (int)atomic_load(&n->state);
   tl__crit_unlock(h);
-  if (queued)
-    tl__watch(h, ahead);
   return r;
 
 undo:
@@ -1173,6 +1275,7 @@ tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
     tl__node_free(h, n);
   }
   tl__crit_unlock(h);
+  tl__prune(h);
   return r;
 }
 
@@ -1219,6 +1322,7 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     h->mine[node] = (uint8_t)r;
     *token = n->token;
     *owner_died = (int)n->owner_died;
+    tl__prune(h);
     return r;
   }
   /* The withdrawal does not wait for the section either: when another
@@ -1242,6 +1346,7 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     *owner_died = (int)n->owner_died;
   }
   tl__crit_unlock(h);
+  tl__prune(h);
   return r;
 }
 
@@ -1270,6 +1375,7 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
     visit(data, i, (int)st, n->token, (int)n->owner_died);
   }
   tl__crit_unlock(h);
+  tl__prune(h);
   return 0;
 }
 
@@ -1380,12 +1486,12 @@ tl_host_stop_watchers(tl_host_t *h)
   atomic_store(&h->stopping, 1);
   tl__hp_mutex_lock(h->lock);
   for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
-    if (h->watch[s].thread != NULL)
-      tl__hp_thread_cancel(h->watch[s].thread);
-  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
-    if (h->watch[s].thread != NULL)
-      tl__hp_thread_join(h->watch[s].thread);
-    h->watch[s].thread = NULL;
+    tl__retire(h, s);
+  while (h->retired != NULL) {
+    tl_watch_t *w = h->retired;
+    h->retired = w->next;
+    tl__hp_thread_join(w->thread);
+    free(w);
   }
   tl__hp_mutex_unlock(h->lock);
 }

@@ -24,7 +24,9 @@ enum {
   TL_HOST_EATTACH = -12,  /* anything else that prevents attaching */
   /* The critical section is held by another process (or another thread
    * of this attachment), and the caller asked not to wait for it. */
-  TL_HOST_EAGAIN = -13
+  TL_HOST_EAGAIN = -13,
+  /* A thread the request needs (a watcher) could not start. */
+  TL_HOST_ETHREAD = -14
 };
 
 #define TL_HOST_ERROR_MAX 600

@@ -10,6 +10,7 @@
 #define TL_HOST_PLATFORM_H_
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -112,6 +113,12 @@ tl_hp_thread_t *tl__hp_thread_start(void *(*fn)(void *), void *arg,
 void tl__hp_thread_cancel(tl_hp_thread_t *t);
 void tl__hp_thread_join(tl_hp_thread_t *t);
 void tl__hp_cancel_point(int enabled);
+/* tl__hp_lock_wait as the one cancellation point of a watcher thread:
+ * cancellation is enabled only while it waits, and a cancelled wait sets
+ * `*ended` to 1 as its thread ends (so that its owner knows it may join
+ * it without waiting). Returns as tl__hp_lock_wait. */
+int tl__hp_lock_wait_cancellable(int fd, uint64_t byte, int exclusive,
+                                 _Atomic int *ended);
 
 /* A process-local mutex, for the attachment's own bookkeeping. */
 typedef struct tl_hp_mutex_s tl_hp_mutex_t;

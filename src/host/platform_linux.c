@@ -317,6 +317,15 @@ tl__hp_monotonic_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The tests make one kind of thread fail to start, as a pids limit would
+ * (THREADLOCK_HOST_TEST_NO_THREAD=tl-host-watch): the thread's name. */
+static int
+tl__thread_refused(const char *name)
+{
+  const char *v = getenv("THREADLOCK_HOST_TEST_NO_THREAD");
+  return v != NULL && strcmp(v, name) == 0;
+}
+
 struct tl_hp_thread_s {
   pthread_t thread;
 };
@@ -330,6 +339,11 @@ tl__hp_thread_start(void *(*fn)(void *), void *arg, const char *name)
 
   if (t == NULL)
     return NULL;
+  if (tl__thread_refused(name)) {
+    free(t);
+    errno = EAGAIN;
+    return NULL;
+  }
   pthread_attr_init(&attr);
   /* The threads only wait and walk the table: a small stack will do. */
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -363,6 +377,26 @@ tl__hp_cancel_point(int enabled)
   int old;
   pthread_setcancelstate(
       enabled ? PTHREAD_CANCEL_ENABLE : PTHREAD_CANCEL_DISABLE, &old);
+}
+
+static void
+tl__ended(void *flag)
+{
+  atomic_store((_Atomic int *)flag, 1);
+}
+
+int
+tl__hp_lock_wait_cancellable(int fd, uint64_t byte, int exclusive,
+                             _Atomic int *ended)
+{
+  int r;
+
+  pthread_cleanup_push(tl__ended, (void *)ended);
+  tl__hp_cancel_point(1);
+  r = tl__hp_lock_wait(fd, byte, exclusive);
+  tl__hp_cancel_point(0);
+  pthread_cleanup_pop(0);
+  return r;
 }
 
 struct tl_hp_mutex_s {
