@@ -135,19 +135,19 @@ describe('threadlock/host: bad input', function () {
       const b = createLockManager({ path: d })
       const name = 'corrupt-me-' + 'z'.repeat(40)
       a.requestSync(name)
-      // Layout version 1: a name entry keeps its head index 16 bytes before
-      // its name. The name must be found exactly once, for the test to
+      // Layout version 2: a name entry keeps its head index 32 bytes before
+      // its name (then its tail). The name must be found exactly once, for the test to
       // corrupt what it means to.
       const file = fs.readFileSync(path.join(d, FILE))
       const at = file.indexOf(name)
       assert.ok(at > 0 && file.indexOf(name, at + 1) === -1)
-      const head = file.readUInt32LE(at - 16)
+      const head = file.readUInt32LE(at - 32)
       assert.ok(head >= 1 && head <= 4096, `head ${head}`)
-      assert.strictEqual(file.readUInt32LE(at - 12), head, 'one node: tail = head')
+      assert.strictEqual(file.readUInt32LE(at - 28), head, 'one node: tail = head')
       const fd = fs.openSync(path.join(d, FILE), 'r+')
       const bad = Buffer.alloc(4)
       bad.writeUInt32LE(0xfffffff0)
-      fs.writeSync(fd, bad, 0, 4, at - 16)
+      fs.writeSync(fd, bad, 0, 4, at - 32)
       fs.closeSync(fd)
       const err = await errorOf(b.request(name, fn))
       assert.ok(err instanceof HostError, String(err))

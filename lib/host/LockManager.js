@@ -289,8 +289,8 @@ class LockManager {
     this.#open('LockManager.stats')
     const res = native.hostStats(this.#handle)
     if (typeof res === 'number') throw this.#error(res, 'LockManager.stats')
-    const [slot, nodes, slots, names] = res
-    return { slot, nodes, slots, names }
+    const [slot, nodes, slots, names, walked] = res
+    return { slot, nodes, slots, names, walked }
   }
 
   // Called on the event loop when the doorbell rang: applies every grant

@@ -1052,24 +1052,26 @@ tl_napi_host_close(napi_env env, napi_callback_info info)
   return NULL;
 }
 
-/* hostStats(handle) -> [slot, nodes in use, slots attached, names], or a
- * negative error number. */
+/* hostStats(handle) -> [slot, nodes in use, slots attached, names,
+ * walked], or a negative error number. */
 static napi_value
 tl_napi_host_stats(napi_env env, napi_callback_info info)
 {
-  napi_value argv[1], items[4];
+  napi_value argv[1], items[5];
   uint32_t v[4];
+  uint64_t walked = 0;
 
   TL_GET_ARGS(env, info, 1, argv);
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  int st = tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3]);
+  int st = tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3], &walked);
   if (st < 0)
     return tl__int(env, st);
   for (int i = 0; i < 4; i++)
     items[i] = tl__int(env, v[i]);
-  return tl__array(env, items, 4);
+  items[4] = tl__int(env, (int64_t)walked);
+  return tl__array(env, items, 5);
 }
 
 napi_value

@@ -95,6 +95,10 @@ typedef struct {
   uint32_t head, tail; /* node index + 1; 0: none */
   uint32_t died;       /* a holder died holding it: told to the next grantee */
   uint32_t pad;
+  /* Every slot with a request linked in the list since it was last empty
+   * (a superset of the slots in it now): the processes a new waiter must
+   * watch, read in O(1). Cleared with the entry when the list empties. */
+  uint64_t seen[TL_HOST_SLOTS / 64];
   char name[TL_HOST_NAME_MAX + 1];
 } tl_name_t;
 
@@ -144,6 +148,10 @@ struct tl_host_s {
   /* How many entries of `mine` are set: read by the helper thread, which
    * watches other processes only while this attachment has requests. */
   _Atomic uint32_t owned;
+  /* Requests visited by list walks under the section, for the tests
+   * that check that a request costs O(1) in the requests queued.
+   * Protected by the table's crit. */
+  uint64_t walked;
   /* The slot's `rewatch` last acted on (by tl_host_rewatch, on the JS
    * thread or the attachment's worker, under the section). */
   _Atomic uint32_t rewatch_seen;
@@ -331,6 +339,14 @@ tl__node_ref(tl_host_t *h, tl_node_t *n)
 
 /* ---- names and lists --------------------------------------------------- */
 
+/* Marks slot `s` in `e`'s watch set. */
+static void
+tl__seen(tl_name_t *e, uint32_t s)
+{
+  if (s < TL_HOST_SLOTS)
+    e->seen[s / 64] |= (uint64_t)1 << (s % 64);
+}
+
 /* Finds the entry of `name`, or creates it when `create`. Returns the
  * index, -1 when absent, or a negative error. */
 static int
@@ -420,6 +436,7 @@ tl__unlink(tl_host_t *h, tl_node_t *n)
   tl_node_t *prev = NULL;
   uint32_t cur = e->head;
   for (uint32_t steps = 0; cur != 0; steps++) {
+    h->walked++;
     tl_node_t *c = tl__node_at(h, cur, &bad);
     if (bad || steps > TL_HOST_NODES)
       return TL_HOST_ECORRUPT;
@@ -494,6 +511,7 @@ tl__process(tl_host_t *h, uint32_t at)
   uint32_t cur = e->head;
 
   for (uint32_t steps = 0; cur != 0; steps++) {
+    h->walked++;
     tl_node_t *n = tl__node_at(h, cur, &bad);
     if (bad || steps > TL_HOST_NODES)
       return TL_HOST_ECORRUPT;
@@ -594,6 +612,7 @@ tl__repair(tl_host_t *h)
 
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
     t->names[i].head = t->names[i].tail = 0;
+    memset(t->names[i].seen, 0, sizeof(t->names[i].seen));
     if (t->names[i].state != NAME_USED && t->names[i].state != NAME_TOMB)
       t->names[i].state = NAME_EMPTY;
   }
@@ -616,6 +635,7 @@ tl__repair(tl_host_t *h)
       }
       tl_name_t *e = &t->names[n->name];
       n->next = 0;
+      tl__seen(e, n->slot);
       if (e->tail == 0)
         e->head = i + 1;
       else
@@ -714,6 +734,7 @@ tl__ahead(tl_host_t *h, uint8_t ahead[TL_HOST_SLOTS])
     int bad = 0;
     uint32_t cur = h->t->names[n->name].head;
     for (uint32_t steps = 0; cur != 0 && cur != i + 1; steps++) {
+      h->walked++;
       tl_node_t *c = tl__node_at(h, cur, &bad);
       if (bad || steps > TL_HOST_NODES)
         break;
@@ -787,23 +808,14 @@ tl__prune(tl_host_t *h)
   tl__hp_mutex_unlock(h->lock);
 }
 
-/* The slots with requests in `e`'s list: all ahead of a request about to
- * be put at its tail. Runs in crit. */
+/* The slots that may have requests in `e`'s list, all ahead of a request
+ * about to be put at its tail (the list's watch set). Runs in crit. */
 static void
 tl__ahead_of(tl_host_t *h, tl_name_t *e, uint8_t ahead[TL_HOST_SLOTS])
 {
-  int bad = 0;
-  uint32_t cur = e->head;
-
-  memset(ahead, 0, TL_HOST_SLOTS);
-  for (uint32_t steps = 0; cur != 0 && steps <= TL_HOST_NODES; steps++) {
-    tl_node_t *c = tl__node_at(h, cur, &bad);
-    if (bad)
-      break;
-    if (c->slot < TL_HOST_SLOTS && c->slot != h->slot)
-      ahead[c->slot] = 1;
-    cur = c->next;
-  }
+  for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
+    ahead[s] =
+        s != h->slot && e->head != 0 && (e->seen[s / 64] >> (s % 64) & 1) != 0;
 }
 
 /* ---- attach and detach ------------------------------------------------- */
@@ -1077,31 +1089,32 @@ gone:
 /* ---- requests ---------------------------------------------------------- */
 
 /* Whether a new request of `excl` at the tail of `e` is grantable now:
- * nothing waits, and nothing held conflicts. Sets *blocked_by_dead when a
- * request in the way belongs to a dead slot. */
+ * nothing waits, and nothing held conflicts. In O(1): a list holds its
+ * held requests first and its waiting ones after them (grants go in
+ * order, stopping at the first request that must wait, and a steal puts
+ * its grant first), so the tail says whether any waits, and the head
+ * whether what is held is exclusive (an exclusive holder is alone). Sets
+ * *dead when the head or the tail in the way belongs to a dead slot (a
+ * dead waiter in the middle is recovered by the watchers behind it). */
 static int
 tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
 {
-  int bad = 0, ok = 1;
-  uint32_t cur = e->head;
-  uint8_t known[TL_HOST_SLOTS]; /* 0: not probed, 1: alive, 2: dead */
+  int bad = 0;
+  tl_node_t *head = tl__node_at(h, e->head, &bad);
+  tl_node_t *tail = tl__node_at(h, e->tail, &bad);
 
-  memset(known, 0, sizeof(known));
-  for (uint32_t steps = 0; cur != 0; steps++) {
-    tl_node_t *n = tl__node_at(h, cur, &bad);
-    if (bad || steps > TL_HOST_NODES || n->slot >= TL_HOST_SLOTS)
-      return TL_HOST_ECORRUPT;
-    uint32_t st = atomic_load(&n->state);
-    if (st == TL_HOST_WAITING || excl || (n->flags & TL_HOST_EXCLUSIVE)) {
-      ok = 0;
-      if (known[n->slot] == 0)
-        known[n->slot] = tl__alive(h, n->slot) ? 1 : 2;
-      if (known[n->slot] == 2)
-        *dead = 1;
-    }
-    cur = n->next;
-  }
-  return ok;
+  if (bad || (head == NULL) != (tail == NULL))
+    return TL_HOST_ECORRUPT;
+  if (head == NULL)
+    return 1;
+  if (head->slot >= TL_HOST_SLOTS || tail->slot >= TL_HOST_SLOTS)
+    return TL_HOST_ECORRUPT;
+  if (atomic_load(&tail->state) != TL_HOST_WAITING && !excl &&
+      !(head->flags & TL_HOST_EXCLUSIVE))
+    return 1;
+  if (!tl__alive(h, head->slot) || !tl__alive(h, tail->slot))
+    *dead = 1;
+  return 0;
 }
 
 int
@@ -1139,6 +1152,7 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
     int bad = 0;
     uint32_t cur = e->head;
     for (uint32_t steps = 0; cur != 0; steps++) {
+      h->walked++;
       tl_node_t *c = tl__node_at(h, cur, &bad);
       if (bad || steps > TL_HOST_NODES) {
         r = TL_HOST_ECORRUPT;
@@ -1161,6 +1175,9 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
       }
     }
     e->died = 0;
+    if (e->head == 0)
+      memset(e->seen, 0, sizeof(e->seen));
+    tl__seen(e, n->slot);
     n->next = e->head;
     e->head = tl__node_ref(h, n);
     if (e->tail == 0)
@@ -1205,6 +1222,9 @@ tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
     atomic_store(&n->state, TL_HOST_WAITING);
     n->next = 0;
     uint32_t ref = tl__node_ref(h, n);
+    if (e->tail == 0)
+      memset(e->seen, 0, sizeof(e->seen));
+    tl__seen(e, n->slot);
     if (e->tail == 0) {
       e->head = ref;
     } else {
@@ -1498,7 +1518,7 @@ tl_host_stop_watchers(tl_host_t *h)
 
 int
 tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
-              uint32_t *names)
+              uint32_t *names, uint64_t *walked)
 {
   *slot = h->slot;
   *nodes = *slots = *names = 0;
@@ -1510,6 +1530,7 @@ tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
     *slots += h->t->slots[i].state != SLOT_FREE;
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
     *names += h->t->names[i].state == NAME_USED;
+  *walked = h->walked;
   tl__crit_unlock(h);
   return 0;
 }

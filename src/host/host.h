@@ -133,8 +133,9 @@ void tl_host_doorbell_stop(tl_host_t *h);
  * calls it too. */
 void tl_host_stop_watchers(tl_host_t *h);
 
-/* Diagnostics for the tests: the slot, nodes in use, attached slots. */
+/* Diagnostics for the tests: the slot, nodes in use, attached slots,
+ * names in use, and the requests this attachment's list walks visited. */
 int tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes,
-                  uint32_t *slots, uint32_t *names);
+                  uint32_t *slots, uint32_t *names, uint64_t *walked);
 
 #endif
