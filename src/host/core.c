@@ -40,6 +40,12 @@
 #define TL_VERSION 2u
 #define TL_ATTACH_WAIT_MS 5000 /* the longest wait for byte 0 */
 #define TL_DIED_RING 64        /* died names remembered (tl_hdr_t) */
+/* The fence file: the highest token any table of the directory may have
+ * handed out, reserved in blocks (one durable write per block), so that a
+ * rebuilt table goes on above it whatever the clock says. */
+#define TL_FENCE_FILE "threadlock-host.fence"
+#define TL_FENCE_MAGIC 0x65636e65666b636cULL /* "lckfence" */
+#define TL_FENCE_BLOCK ((uint64_t)1 << 24)
 #define TL_FILE "threadlock-host.table"
 #define TL_LIVE 1u             /* liveness byte of slot i: TL_LIVE + i */
 #define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
@@ -73,6 +79,9 @@ typedef struct {
   uint32_t died_len[TL_DIED_RING];
   uint32_t died_next;
   uint32_t pad2;
+  /* Tokens up to this one are reserved in the fence file; `fence` passing
+   * it reserves the next block first. */
+  uint64_t fence_limit;
 } tl_hdr_t;
 
 typedef struct {
@@ -136,6 +145,7 @@ struct tl_watch_s {
 
 struct tl_host_s {
   int fd;
+  int fence_fd; /* the fence file, written under the table's crit */
   tl_table_t *t;
   size_t size;
   uint32_t generation; /* of the table this attachment joined */
@@ -487,12 +497,35 @@ tl__ring(tl_host_t *h, tl_node_t *n, int steal)
     tl__doorbell_ring(h, n->slot);
 }
 
+/* Reserves tokens up to `limit` in the fence file, durably. */
+static int
+tl__fence_write(int fd, uint64_t limit)
+{
+  uint64_t rec[2] = { TL_FENCE_MAGIC, limit };
+  return tl__hp_write_sync(fd, rec, sizeof(rec), 0);
+}
+
+/* The next token: strictly greater than every earlier one of this table,
+ * and (through the fence file) of every earlier table of the directory.
+ * Runs in crit. A failed write of the fence file (a full disk) does not
+ * stop the grant; only a later rebuild could then go below it. */
+static uint64_t
+tl__next_token(tl_host_t *h)
+{
+  tl_hdr_t *hd = &h->t->hdr;
+  if (hd->fence + 1 > hd->fence_limit) {
+    hd->fence_limit = hd->fence + 1 + TL_FENCE_BLOCK;
+    tl__fence_write(h->fence_fd, hd->fence_limit);
+  }
+  return ++hd->fence;
+}
+
 /* Grants `n`. `ring` is false when the grant happens inside its own
  * request, whose caller learns of it from the return value. */
 static void
 tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
 {
-  n->token = ++h->t->hdr.fence;
+  n->token = tl__next_token(h);
   n->owner_died = e->died;
   e->died = 0;
   atomic_store(&n->state, TL_HOST_HELD);
@@ -820,21 +853,32 @@ tl__ahead_of(tl_host_t *h, tl_name_t *e, uint8_t ahead[TL_HOST_SLOTS])
 
 /* ---- attach and detach ------------------------------------------------- */
 
-static void
-tl__init(tl_table_t *t, size_t size, uint64_t dev, uint64_t ino,
+/* Re-initialises the table (first attacher, byte 0 write-locked: nobody
+ * else uses it). Tokens go on above the old table's fence when its header
+ * is still readable, and above the fence file's record in any case: the
+ * wall clock is read only when neither exists (a new directory). Returns
+ * 0, or -1 when the fence file cannot be written. */
+static int
+tl__init(tl_host_t *h, size_t size, uint64_t dev, uint64_t ino,
          const uint8_t boot[16])
 {
-  uint64_t fence = 0;
+  tl_table_t *t = h->t;
+  uint64_t fence = 0, rec[2] = { 0, 0 };
   uint32_t generation = 0;
   uint64_t now = tl__hp_realtime_us();
 
-  /* Tokens stay monotonic across re-initialisations: from the old table
-   * when it was valid, and never below the wall clock in microseconds. */
   if (t->hdr.magic == TL_MAGIC &&
       (t->hdr.version == 1 || t->hdr.version == TL_VERSION)) {
     fence = t->hdr.fence;
     generation = t->hdr.generation;
   }
+  if (tl__hp_read(h->fence_fd, rec, sizeof(rec), 0) == (long)sizeof(rec) &&
+      rec[0] == TL_FENCE_MAGIC && rec[1] > fence)
+    fence = rec[1];
+  if (fence == 0)
+    fence = now;
+  if (tl__fence_write(h->fence_fd, fence + TL_FENCE_BLOCK) != 0)
+    return -1;
   memset(t, 0, size);
   t->hdr.version = TL_VERSION;
   t->hdr.size = (uint32_t)size;
@@ -842,7 +886,8 @@ tl__init(tl_table_t *t, size_t size, uint64_t dev, uint64_t ino,
   t->hdr.nnames = TL_HOST_NAMES;
   t->hdr.nnodes = TL_HOST_NODES;
   t->hdr.name_max = TL_HOST_NAME_MAX;
-  t->hdr.fence = fence > now ? fence : now;
+  t->hdr.fence = fence;
+  t->hdr.fence_limit = fence + TL_FENCE_BLOCK;
   t->hdr.initialised_us = now;
   t->hdr.generation = generation + 1;
   t->hdr.ident_dev = dev;
@@ -850,6 +895,7 @@ tl__init(tl_table_t *t, size_t size, uint64_t dev, uint64_t ino,
   memcpy(t->hdr.boot_id, boot, 16);
   atomic_thread_fence(memory_order_release);
   t->hdr.magic = TL_MAGIC;
+  return 0;
 }
 
 static int
@@ -896,6 +942,7 @@ tl_host_attach(const char *dir, tl_host_error_t *e)
     return NULL;
   }
   h->fd = -1;
+  h->fence_fd = -1;
   h->lock = tl__hp_mutex_new();
   h->local = tl__hp_mutex_new();
   if (h->lock == NULL || h->local == NULL) {
@@ -906,6 +953,13 @@ tl_host_attach(const char *dir, tl_host_error_t *e)
   if (dirfd < 0)
     goto fail;
   h->fd = tl__hp_open_file(dirfd, dir, TL_FILE, e);
+  if (h->fd >= 0) {
+    h->fence_fd = tl__hp_open_file(dirfd, dir, TL_FENCE_FILE, e);
+    if (h->fence_fd < 0) {
+      tl__hp_close(h->fd);
+      h->fd = -1;
+    }
+  }
   tl__hp_close(dirfd);
   if (h->fd < 0)
     goto fail;
@@ -975,7 +1029,12 @@ tl_host_attach(const char *dir, tl_host_error_t *e)
   if (first) {
     if (tl__other_path(h->t, dev, ino, boot))
       goto other_path;
-    tl__init(h->t, size, dev, ino, boot);
+    if (tl__init(h, size, dev, ino, boot) != 0) {
+      tl__host_fail(e, TL_HOST_ESYS, errno,
+                    "cannot write the fence file in '%s': %s", dir,
+                    strerror(errno));
+      goto fail;
+    }
     /* Downgrade to shared: later attachers see us. */
     tl__hp_trylock(h->fd, 0, 0);
   } else if (!tl__check_header(h->t, size)) {
@@ -1021,7 +1080,7 @@ tl_host_attach(const char *dir, tl_host_error_t *e)
   me->pid = fake != NULL ? (uint32_t)strtoul(fake, NULL, 10) : tl__hp_pid();
   me->start_time = tl__hp_start_time();
   me->gen++;
-  me->client = ++h->t->hdr.fence;
+  me->client = tl__next_token(h);
   me->state = SLOT_ATTACHED;
   tl__crit_unlock(h);
   return h;
@@ -1041,6 +1100,8 @@ fail:
     tl__hp_unmap(h->t, size);
   if (h->fd >= 0)
     tl__hp_close(h->fd);
+  if (h->fence_fd >= 0)
+    tl__hp_close(h->fence_fd);
   if (h->lock != NULL)
     tl__hp_mutex_free(h->lock);
   if (h->local != NULL)
@@ -1081,6 +1142,7 @@ gone:
   tl_host_stop_watchers(h);
   tl__hp_unmap(h->t, h->size);
   tl__hp_close(h->fd);
+  tl__hp_close(h->fence_fd);
   tl__hp_mutex_free(h->lock);
   tl__hp_mutex_free(h->local);
   free(h);

@@ -52,6 +52,9 @@ void tl__hp_boot_id(uint8_t out[16]);
 /* Reads `len` bytes at `offset` of the file (without mapping it).
  * Returns the number read, or -1. */
 long tl__hp_read(int fd, void *buf, size_t len, uint64_t offset);
+/* Writes `len` bytes at `offset` and waits until they are on the disk
+ * (fdatasync). Returns 0, or -1 with errno. */
+int tl__hp_write_sync(int fd, const void *buf, size_t len, uint64_t offset);
 
 /* Byte-range locks owned by the open file description (not the process),
  * dropped by the kernel when the last descriptor of it closes, that is,

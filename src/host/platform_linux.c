@@ -127,6 +127,21 @@ tl__hp_read(int fd, void *buf, size_t len, uint64_t offset)
   return (long)n;
 }
 
+int
+tl__hp_write_sync(int fd, const void *buf, size_t len, uint64_t offset)
+{
+  ssize_t n;
+  do
+    n = pwrite(fd, buf, len, (off_t)offset);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)len) {
+    if (n >= 0)
+      errno = ENOSPC;
+    return -1;
+  }
+  return fdatasync(fd);
+}
+
 void
 tl__hp_unlock(int fd, uint64_t byte)
 {
