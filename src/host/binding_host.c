@@ -481,7 +481,7 @@ typedef struct {
 } tl_poll_list_t;
 
 typedef struct {
-  char name[TL_HOST_NAME_MAX];
+  uint16_t name[TL_HOST_NAME_MAX];
   size_t len;
   int exclusive, held;
   uint64_t client;
@@ -523,7 +523,7 @@ tl__poll_visit(void *data, uint32_t node, int state, uint64_t token,
 }
 
 static void
-tl__query_visit(void *data, const char *name, size_t len, int exclusive,
+tl__query_visit(void *data, const uint16_t *name, size_t len, int exclusive,
                 int held, uint64_t client, uint32_t pid)
 {
   tl_query_list_t *q = data;
@@ -531,9 +531,9 @@ tl__query_visit(void *data, const char *name, size_t len, int exclusive,
       tl__list_push((void **)&q->items, &q->n, &q->cap, sizeof(*it), &q->oom);
   if (it == NULL)
     return;
-  if (len > sizeof(it->name))
-    len = sizeof(it->name);
-  memcpy(it->name, name, len);
+  if (len > TL_HOST_NAME_MAX)
+    len = TL_HOST_NAME_MAX;
+  memcpy(it->name, name, len * sizeof(uint16_t));
   it->len = len;
   it->exclusive = exclusive;
   it->held = held;
@@ -600,8 +600,8 @@ tl__query_result(napi_env env, int st, tl_query_list_t *q)
   for (size_t i = 0; i < q->n; i++) {
     tl_query_item_t *it = &q->items[i];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)it->client);
-    TL_NAPI_CALL(env,
-                 napi_create_string_utf8(env, it->name, it->len, &items[0]));
+    TL_NAPI_CALL(env, napi_create_string_utf16(env, (const char16_t *)it->name,
+                                               it->len, &items[0]));
     TL_NAPI_CALL(env, napi_get_boolean(env, it->exclusive, &items[1]));
     TL_NAPI_CALL(env, napi_get_boolean(env, it->held, &items[2]));
     TL_NAPI_CALL(env,
@@ -615,14 +615,14 @@ tl__query_result(napi_env env, int st, tl_query_list_t *q)
   return out;
 }
 
-/* Reads a name argument into `name` (at most TL_HOST_NAME_MAX + 1 bytes
- * with its NUL); returns its length, which exceeds TL_HOST_NAME_MAX when
- * it is too long. */
+/* Reads a name argument into `name` (room for TL_HOST_NAME_MAX + 2 code
+ * units with its NUL) as UTF-16, JavaScript's own code units; `*len`
+ * exceeds TL_HOST_NAME_MAX when it is too long. */
 static int
-tl__name_arg(napi_env env, napi_value v, char *name, size_t *len)
+tl__name_arg(napi_env env, napi_value v, uint16_t *name, size_t *len)
 {
-  return napi_get_value_string_utf8(env, v, name, TL_HOST_NAME_MAX + 2, len) ==
-                 napi_ok
+  return napi_get_value_string_utf16(env, v, (char16_t *)name,
+                                     TL_HOST_NAME_MAX + 2, len) == napi_ok
              ? 0
              : -1;
 }
@@ -634,7 +634,7 @@ static napi_value
 tl_napi_host_request(napi_env env, napi_callback_info info)
 {
   napi_value argv[4];
-  char name[TL_HOST_NAME_MAX + 2];
+  uint16_t name[TL_HOST_NAME_MAX + 2];
   size_t len;
   int32_t flags;
   int64_t crit;
@@ -801,7 +801,7 @@ struct tl_op_s {
   int32_t flags;
   uint32_t node;
   size_t len;
-  char name[TL_HOST_NAME_MAX + 1];
+  uint16_t name[TL_HOST_NAME_MAX];
   /* The result, written by the worker before the op moves to `done`. */
   int rc;
   uint64_t token;
@@ -941,14 +941,14 @@ tl_napi_host_defer(napi_env env, napi_callback_info info)
   op->id = id;
   op->flags = flags;
   if (kind == TL_OP_REQUEST) {
-    char name[TL_HOST_NAME_MAX + 2];
+    uint16_t name[TL_HOST_NAME_MAX + 2];
     if (tl__name_arg(env, argv[3], name, &op->len) != 0 ||
         op->len > TL_HOST_NAME_MAX) {
       free(op);
       napi_throw_range_error(env, NULL, "threadlock/host: bad name");
       return NULL;
     }
-    memcpy(op->name, name, op->len);
+    memcpy(op->name, name, op->len * sizeof(uint16_t));
   } else if (kind == TL_OP_RELEASE) {
     TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[3], &op->node));
   }

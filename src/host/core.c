@@ -108,7 +108,9 @@ typedef struct {
    * (a superset of the slots in it now): the processes a new waiter must
    * watch, read in O(1). Cleared with the entry when the list empties. */
   uint64_t seen[TL_HOST_SLOTS / 64];
-  char name[TL_HOST_NAME_MAX + 1];
+  /* UTF-16 code units, as JavaScript compares names: lone surrogates
+   * stay distinct (UTF-8 would make them all U+FFFD). */
+  uint16_t name[TL_HOST_NAME_MAX];
 } tl_name_t;
 
 typedef struct {
@@ -201,11 +203,11 @@ tl__fault_armed(void)
 }
 
 static uint64_t
-tl__hash(const char *s, size_t len)
+tl__hash(const uint16_t *s, size_t len)
 {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (size_t i = 0; i < len; i++)
-    h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+    h = (h ^ s[i]) * 0x100000001b3ULL;
   return h;
 }
 
@@ -360,7 +362,7 @@ tl__seen(tl_name_t *e, uint32_t s)
 /* Finds the entry of `name`, or creates it when `create`. Returns the
  * index, -1 when absent, or a negative error. */
 static int
-tl__name_find(tl_host_t *h, const char *name, size_t len, int create)
+tl__name_find(tl_host_t *h, const uint16_t *name, size_t len, int create)
 {
   uint64_t hash = tl__hash(name, len);
   int free_at = -1;
@@ -380,7 +382,8 @@ tl__name_find(tl_host_t *h, const char *name, size_t len, int create)
     }
     if (e->state != NAME_USED || e->len > TL_HOST_NAME_MAX)
       return TL_HOST_ECORRUPT;
-    if (e->hash == hash && e->len == len && memcmp(e->name, name, len) == 0)
+    if (e->hash == hash && e->len == len &&
+        memcmp(e->name, name, len * sizeof(uint16_t)) == 0)
       return (int)at;
   }
   if (!create)
@@ -389,7 +392,7 @@ tl__name_find(tl_host_t *h, const char *name, size_t len, int create)
     return TL_HOST_ENAMES;
   tl_name_t *e = &h->t->names[free_at];
   memset(e, 0, sizeof(*e));
-  memcpy(e->name, name, len);
+  memcpy(e->name, name, len * sizeof(uint16_t));
   e->len = (uint32_t)len;
   e->hash = hash;
   e->state = NAME_USED;
@@ -1180,7 +1183,7 @@ tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
 }
 
 int
-tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
+tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
                 int64_t crit_ms, uint32_t *node, uint64_t *token,
                 int *owner_died)
 {

@@ -19,7 +19,9 @@
 #define TL_HOST_SLOTS 128
 #define TL_HOST_NAMES 1024
 #define TL_HOST_NODES 4096
-#define TL_HOST_NAME_MAX 255 /* bytes of UTF-8 */
+/* Names are stored as UTF-16 code units (JavaScript's strings); lib/host/
+ * bounds them at 255 bytes of UTF-8, which is at most 255 units. */
+#define TL_HOST_NAME_MAX 255 /* UTF-16 code units */
 
 /* Request flags. */
 enum {
@@ -59,7 +61,7 @@ void tl_host_detach(tl_host_t *h);
 
 /* Requests `name`. Returns the node's state (HELD, WAITING) or
  * UNAVAILABLE, or a negative error; `*node` names the request. */
-int tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
+int tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
                     int64_t crit_ms, uint32_t *node, uint64_t *token,
                     int *owner_died);
 
@@ -93,7 +95,7 @@ int tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data,
                  int64_t crit_ms);
 
 /* Lists every request of every attachment. */
-typedef void (*tl_host_query_cb)(void *data, const char *name, size_t len,
+typedef void (*tl_host_query_cb)(void *data, const uint16_t *name, size_t len,
                                  int exclusive, int held, uint64_t client,
                                  uint32_t pid);
 int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data,
