@@ -2,7 +2,7 @@
 
 // A LockManager (Web Locks semantics) whose locks are shared by every
 // process (and every manager) attached to the same directory. The queue of
-// each name lives in the table file (src/host/core.c), so grants are first
+// each name lives in the table file (src/host/), so grants are first
 // come, first served across processes. A request waiting here costs no
 // thread of its own: the process's helper thread sleeps on its doorbell and
 // calls #onDoorbell on the event loop when a grant or a steal concerns one

@@ -90,7 +90,7 @@ struct tl_hostref_s {
  * - Lock order: the process lock, then (in tl_host_doorbell_check) the
  *   attachment's own locks; no thread holding those takes the process
  *   lock.
- * - Doorbells are rung with a wake of every sleeper (core.c): a helper
+ * - Doorbells are rung with a wake of every sleeper (doorbell.c): a helper
  *   woken through one word stays queued on the others until it runs, and
  *   must not swallow a wake meant for the helper now in charge. */
 static struct {

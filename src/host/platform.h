@@ -1,6 +1,6 @@
 /* The operating-system calls of threadlock/host, behind one small interface
- * so that the table protocol (core.c) never names a system call. Linux
- * implements it in platform_linux.c; macOS (os_sync_wait_on_address with
+ * so that the table protocol (src/host/table.h) never names a system call.
+ * Linux implements it in platform_linux.c; macOS (os_sync_wait_on_address with
  * the shared flag, kqueue) and Windows (named events and mutexes,
  * LockFileEx) are each one more file implementing the same functions.
  *
