@@ -188,6 +188,9 @@ struct tl_host_s {
   tl_hp_mutex_t *lock;
   tl_watch_t *watch[TL_HOST_SLOTS];
   tl_watch_t *retired;
+  /* Watchers started and not joined yet (changed under `lock`, read
+   * without it by tl__prune's quick test). */
+  _Atomic uint32_t watchers;
 };
 
 /* Functions shared by the files of the core, by file, bottom up (each

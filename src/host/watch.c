@@ -45,12 +45,14 @@ tl__reap(tl_host_t *h)
     *p = w->next;
     tl__hp_thread_join(w->thread);
     free(w);
+    atomic_fetch_sub(&h->watchers, 1);
   }
   for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
     tl_watch_t *w = h->watch[s];
     if (w != NULL && atomic_load(&w->ended)) {
       tl__hp_thread_join(w->thread);
       free(w);
+      atomic_fetch_sub(&h->watchers, 1);
       h->watch[s] = NULL;
     }
   }
@@ -131,6 +133,7 @@ tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
       break;
     }
     h->watch[s] = w;
+    atomic_fetch_add(&h->watchers, 1);
   }
   tl__hp_mutex_unlock(h->lock);
   return r;
@@ -154,7 +157,8 @@ tl__waiting_any(tl_host_t *h)
 void
 tl__prune(tl_host_t *h)
 {
-  if (tl__waiting_any(h))
+  /* Most calls have no watcher to end: they cost one atomic load. */
+  if (atomic_load(&h->watchers) == 0 || tl__waiting_any(h))
     return;
   tl__hp_mutex_lock(h->lock);
   for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
@@ -186,6 +190,7 @@ tl_host_stop_watchers(tl_host_t *h)
     h->retired = w->next;
     tl__hp_thread_join(w->thread);
     free(w);
+    atomic_fetch_sub(&h->watchers, 1);
   }
   tl__hp_mutex_unlock(h->lock);
 }
