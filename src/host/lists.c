@@ -189,7 +189,7 @@ tl__node_free(tl_host_t *h, tl_node_t *n)
 {
   uint32_t i = tl__node_ref(h, n) - 1;
   if (n->slot == h->slot && h->mine[i] != TL_HOST_FREE) {
-    h->mine[i] = TL_HOST_FREE;
+    tl__mine_set(h, i, TL_HOST_FREE);
     atomic_fetch_sub(&h->owned, 1);
   }
   n->next = 0;
