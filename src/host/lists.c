@@ -140,7 +140,7 @@ tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
  * at the front of the list that do not conflict with what is held, in
  * order, stopping at the first that must wait. */
 int
-tl__process(tl_host_t *h, uint32_t at)
+tl__list_process(tl_host_t *h, uint32_t at)
 {
   tl_name_t *e = &h->t->names[at];
   int held_any = 0, held_excl = 0, bad = 0;

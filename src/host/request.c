@@ -207,7 +207,7 @@ tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
     uint32_t at = n->name;
     tl__list_unlink(h, n);
     tl__node_free(h, n);
-    tl__process(h, at);
+    tl__list_process(h, at);
   } else {
     tl__node_free(h, n);
   }
@@ -275,7 +275,7 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     tl__list_unlink(h, n);
     tl__node_free(h, n);
     if (at < TL_HOST_NAMES)
-      tl__process(h, at);
+      tl__list_process(h, at);
     r = interrupted ? TL_HOST_EINTR : TL_HOST_ETIMEDOUT;
   } else {
     tl__mine_set(h, node, (uint32_t)r);

@@ -228,7 +228,7 @@ int tl__name_find(tl_host_t *h, const uint16_t *name, size_t len, int create);
 void tl__name_trim(tl_host_t *h, uint32_t at);
 int tl__list_unlink(tl_host_t *h, tl_node_t *n);
 void tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring);
-int tl__process(tl_host_t *h, uint32_t at);
+int tl__list_process(tl_host_t *h, uint32_t at);
 tl_node_t *tl__node_alloc(tl_host_t *h);
 void tl__node_free(tl_host_t *h, tl_node_t *n);
 
