@@ -29,10 +29,11 @@ export interface FileURLLike {
 export interface LockManagerOptions {
   /**
    * The directory whose processes share these locks (created with mode
-   * 0700 if missing). It must be on a local file system or tmpfs: network
-   * and virtual file systems (NFS, SMB, 9p, virtiofs, FUSE) are refused.
-   * Default: `$XDG_RUNTIME_DIR/threadlock`, else `threadlock-<uid>` in the
-   * temporary directory.
+   * 0700 if missing). It must be this user's own, writable by no other
+   * user, reached without symbolic links through directories of this user
+   * or root (or sticky ones, as /tmp), on a local file system or tmpfs:
+   * anything else is refused with a HostError that says why.
+   * Default: `/tmp/threadlock-<euid>`, whatever the environment.
    */
   path?: string | FileURLLike
 }
@@ -147,8 +148,11 @@ export interface LockManagerSnapshot {
   pending: LockInfo[]
 }
 
+/** An operating system's error code (`'EACCES'`, `'ENOENT'`, ...). */
+export type OsErrorCode = `E${string}`
+
 /** The stable codes of a {@link HostError}. */
-export type HostErrorCode = 'ECLOSED' | 'ECORRUPT' | 'EFULL' | 'EFSTYPE' | 'ENOTSUP' | 'EATTACH'
+export type HostErrorCode = 'ECLOSED' | 'ECORRUPT' | 'EFULL' | 'EFSTYPE' | 'ENOTSUP' | 'EUNSAFE' | 'EVERSION' | 'EATTACH'
 
 /** An error of the table or its directory; tell the cases apart by `code`. */
 export declare class HostError extends Error {
@@ -158,10 +162,13 @@ export declare class HostError extends Error {
    * `ECLOSED`: the manager was closed; `ECORRUPT`: the table file failed a
    * check; `EFULL`: the table has no free name or request entry;
    * `EFSTYPE`: the directory is on a network or virtual file system;
-   * `ENOTSUP`: this platform has no threadlock/host yet; `EATTACH`: the
-   * directory or table could not be used.
+   * `ENOTSUP`: this platform has no threadlock/host yet; `EUNSAFE`: another
+   * user could write, replace or link the directory or the table file;
+   * `EVERSION`: the table is in use by another layout version; `EATTACH`:
+   * the table could not be joined. An operating-system error when
+   * attaching has its own code (`'EACCES'`, `'ENOENT'`, `'EISDIR'`, ...).
    */
-  readonly code: HostErrorCode
+  readonly code: HostErrorCode | OsErrorCode
   static readonly codes: { readonly [K in HostErrorCode]: K }
 }
 

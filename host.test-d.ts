@@ -3,6 +3,7 @@ import {
   HeldLock,
   HostError,
   HostErrorCode,
+  OsErrorCode,
   Lock,
   LockError,
   LockManager,
@@ -44,6 +45,6 @@ expectType<Promise<LockManagerSnapshot>>(manager.query())
 expectType<Promise<void>>(manager.close())
 
 const err = new HostError('ECLOSED', 'closed')
-expectType<HostErrorCode>(err.code)
+expectType<HostErrorCode | OsErrorCode>(err.code)
 expectType<'ECORRUPT'>(codes.ECORRUPT)
 expectType<'EDEADLK' | 'ETIMEDOUT' | 'ENOTOWNER' | 'EBUSY'>(new LockError('EDEADLK').code)

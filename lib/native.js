@@ -63,6 +63,10 @@ module.exports = {
   hostRelease: binding.hostRelease,
   hostPoll: binding.hostPoll,
   hostQuery: binding.hostQuery,
+  hostRewatch: binding.hostRewatch,
+  hostPrune: binding.hostPrune,
+  hostDefer: binding.hostDefer,
+  hostTake: binding.hostTake,
   hostRef: binding.hostRef,
   hostClose: binding.hostClose,
   hostStats: binding.hostStats

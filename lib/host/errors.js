@@ -19,7 +19,15 @@ const codes = Object.freeze({
   EFSTYPE: 'EFSTYPE',
   // This platform has no threadlock/host core yet.
   ENOTSUP: 'ENOTSUP',
-  // The table could not be opened, sized, mapped or joined.
+  // The directory or the table file could be written, replaced or linked
+  // by another user (its owner, its mode, a symbolic link on the way, a
+  // hard link, not a regular file): refused, whatever the path.
+  EUNSAFE: 'EUNSAFE',
+  // The table file is in use by processes of another layout version.
+  EVERSION: 'EVERSION',
+  // The table could not be joined (another path to the same file in use,
+  // byte 0 locked too long, no process slot free). An operating-system
+  // error has its own code instead: 'EACCES', 'ENOENT', 'EISDIR', ...
   EATTACH: 'EATTACH'
 })
 

@@ -4,7 +4,7 @@
 // processes of one host. Every process (and every manager) that names the
 // same directory shares its locks, through a table file in it.
 
-const fs = require('fs')
+const util = require('util')
 const native = require('../native')
 const { parseManager } = require('./options')
 const { HostError, codes } = require('./errors')
@@ -13,21 +13,18 @@ const { Lock } = require('./Lock')
 const { HeldLock } = require('./HeldLock')
 const { LockError } = require('../errors')
 
-// Creates the directory (mode 0700) if missing; the per-user default must
-// be a directory of this user that only this user can enter, since anyone
-// who can write the table can disturb its locks.
-function prepare (dir, isDefault) {
-  try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-  } catch (err) {
-    throw new HostError(codes.EATTACH, `createLockManager: cannot create directory ${dir}: ${err.message}`, { cause: err })
-  }
-  if (isDefault && typeof process.getuid === 'function') {
-    const st = fs.lstatSync(dir)
-    if (!st.isDirectory() || st.uid !== process.getuid() || (st.mode & 0o077) !== 0) {
-      throw new HostError(codes.EATTACH, `createLockManager: ${dir} must be a directory owned by this user with mode 0700`)
-    }
-  }
+// The code of an attach that failed: the OS call's errno when one failed
+// (util.getSystemErrorName), else the core's own code. Never read from
+// the message, which may contain any path.
+function attachError ([code, errno, message]) {
+  const C = native.hostConstants
+  let name = codes.EATTACH
+  if (code === C.ESYS && errno > 0) name = util.getSystemErrorName(-errno)
+  else if (code === C.EFSTYPE) name = codes.EFSTYPE
+  else if (code === C.EUNSAFE) name = codes.EUNSAFE
+  else if (code === C.EVERSION) name = codes.EVERSION
+  else if (code === C.ECORRUPT) name = codes.ECORRUPT
+  return new HostError(name, `createLockManager: ${message}`)
 }
 
 /**
@@ -39,7 +36,6 @@ function createLockManager (options) {
   if (!native.hostSupported) {
     throw new HostError(codes.ENOTSUP, `createLockManager: threadlock/host is not supported on this platform yet (${process.platform}); it works on Linux today`)
   }
-  prepare(settings.path, settings.isDefault)
   // The doorbell reaches the manager through a weak reference: a manager
   // the script dropped (with nothing pending) may be collected, and its
   // handle's finalizer detaches it.
@@ -48,10 +44,7 @@ function createLockManager (options) {
     const manager = ref === null ? undefined : ref.deref()
     if (manager !== undefined) manager[kDoorbell]()
   })
-  if (typeof handle === 'string') {
-    const code = /file system/.test(handle) ? codes.EFSTYPE : /corrupt/.test(handle) ? codes.ECORRUPT : codes.EATTACH
-    throw new HostError(code, `createLockManager: ${handle}`)
-  }
+  if (Array.isArray(handle)) throw attachError(handle)
   const manager = new LockManager(handle, settings.path)
   ref = new WeakRef(manager)
   return manager

@@ -6,7 +6,6 @@
 // errors; the table's bound on name length is this scope's own. Loads no
 // addon.
 
-const os = require('os')
 const path = require('path')
 const { parseRequest: parseLocksRequest, notSupported } = require('../requestOptions')
 const { describe } = require('../validate')
@@ -57,12 +56,15 @@ function parseSyncRequest (name, options) {
   return { ...r, timeout }
 }
 
-/** The per-user default directory of the scope. */
+/**
+ * The per-user default directory of the scope: one fixed place per
+ * effective user, read from nothing in the environment (XDG_RUNTIME_DIR,
+ * TMPDIR and HOME differ between a login shell, cron and a service of the
+ * same user, and two of them must not get two tables). /run/user/<uid>
+ * exists only while the user has a session, so it is not used either.
+ */
 function defaultPath () {
-  const runtime = process.env.XDG_RUNTIME_DIR
-  if (runtime && path.isAbsolute(runtime)) return path.join(runtime, 'threadlock')
-  const uid = typeof process.getuid === 'function' ? process.getuid() : os.userInfo().username
-  return path.join(os.tmpdir(), `threadlock-${uid}`)
+  return `/tmp/threadlock-${process.geteuid()}`
 }
 
 /** Checks createLockManager(options). */

@@ -1,6 +1,6 @@
 /* The operating-system calls of threadlock/host, behind one small interface
- * so that the table protocol (core.c) never names a system call. Linux
- * implements it in platform_linux.c; macOS (os_sync_wait_on_address with
+ * so that the table protocol (src/host/table.h) never names a system call.
+ * Linux implements it in platform_linux.c; macOS (os_sync_wait_on_address with
  * the shared flag, kqueue) and Windows (named events and mutexes,
  * LockFileEx) are each one more file implementing the same functions.
  *
@@ -10,7 +10,10 @@
 #define TL_HOST_PLATFORM_H_
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
+
+#include "error.h"
 
 /* Results of tl__hp_wait. */
 enum { TL_HP_WOKEN = 0, TL_HP_TIMED_OUT = 1 };
@@ -22,11 +25,36 @@ enum {
   TL_HP_WATCHED = 2 /* only read locks: survivors noticing its end */
 };
 
-/* Opens (creating it with mode 0600) the table file in `dir` and refuses
- * network and virtual file systems. Returns the fd, or -1 with a message
- * in `err`. */
-int tl__hp_open(const char *dir, const char *file, char *err, size_t errlen);
+/* The files (files_linux.c). tl__hp_open_dir opens the absolute
+ * directory `path`, creating missing directories with mode 0700 when
+ * `create`, one component at a time without following symbolic links,
+ * and refuses any directory on the way that another user could change
+ * (see files_linux.c) and network or virtual file systems. Returns a
+ * directory descriptor, or -1 with `e` set. */
+int tl__hp_open_dir(const char *path, int create, tl_host_error_t *e);
+
+/* Opens (creating it with mode 0600) `name` in the directory `dirfd`
+ * (checked by tl__hp_open_dir; `dir` is its path, for messages) and
+ * refuses anything but a regular file of this user, with one link, that
+ * only this user can open. Returns the fd, or -1 with `e` set. */
+int tl__hp_open_file(int dirfd, const char *dir, const char *name,
+                     tl_host_error_t *e);
 void tl__hp_close(int fd);
+
+/* The file's identity as this process sees it (device, inode) and its
+ * size now, from fstat; -1 when fstat fails. */
+int tl__hp_identity(int fd, uint64_t *dev, uint64_t *ino, uint64_t *size);
+
+/* The kernel's boot id (16 bytes, zeros when unknown): a table written
+ * under another boot has no live process. */
+void tl__hp_boot_id(uint8_t out[16]);
+
+/* Reads `len` bytes at `offset` of the file (without mapping it).
+ * Returns the number read, or -1. */
+long tl__hp_read(int fd, void *buf, size_t len, uint64_t offset);
+/* Writes `len` bytes at `offset` and waits until they are on the disk
+ * (fdatasync). Returns 0, or -1 with errno. */
+int tl__hp_write_sync(int fd, const void *buf, size_t len, uint64_t offset);
 
 /* Byte-range locks owned by the open file description (not the process),
  * dropped by the kernel when the last descriptor of it closes, that is,
@@ -34,6 +62,11 @@ void tl__hp_close(int fd);
  * forms return 0 on success and -1 when another description conflicts. */
 int tl__hp_trylock(int fd, uint64_t byte, int exclusive);
 int tl__hp_lock_wait(int fd, uint64_t byte, int exclusive);
+/* As tl__hp_lock_wait, for at most `timeout_ms`: 0, or -1 when the lock
+ * is still held then (`*holder`: the pid of a process-owned lock that is
+ * in the way, or 0 when unknown, such as an OFD lock). */
+int tl__hp_lock_within(int fd, uint64_t byte, int exclusive, int64_t timeout_ms,
+                       uint32_t *holder);
 void tl__hp_unlock(int fd, uint64_t byte);
 int tl__hp_probe(int fd, uint64_t byte);
 
@@ -83,6 +116,12 @@ tl_hp_thread_t *tl__hp_thread_start(void *(*fn)(void *), void *arg,
 void tl__hp_thread_cancel(tl_hp_thread_t *t);
 void tl__hp_thread_join(tl_hp_thread_t *t);
 void tl__hp_cancel_point(int enabled);
+/* tl__hp_lock_wait as the one cancellation point of a watcher thread:
+ * cancellation is enabled only while it waits, and a cancelled wait sets
+ * `*ended` to 1 as its thread ends (so that its owner knows it may join
+ * it without waiting). Returns as tl__hp_lock_wait. */
+int tl__hp_lock_wait_cancellable(int fd, uint64_t byte, int exclusive,
+                                 _Atomic int *ended);
 
 /* A process-local mutex, for the attachment's own bookkeeping. */
 typedef struct tl_hp_mutex_s tl_hp_mutex_t;
@@ -90,6 +129,10 @@ tl_hp_mutex_t *tl__hp_mutex_new(void);
 void tl__hp_mutex_free(tl_hp_mutex_t *m);
 void tl__hp_mutex_lock(tl_hp_mutex_t *m);
 void tl__hp_mutex_unlock(tl_hp_mutex_t *m);
+/* 0 when taken; -1 when another thread holds it (trylock), or still held
+ * after `timeout_ms`. */
+int tl__hp_mutex_trylock(tl_hp_mutex_t *m);
+int tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms);
 
 /* The one process-wide mutex of the glue's process helper (statically
  * initialised, never freed), and a function run by exit(). */

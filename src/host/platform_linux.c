@@ -1,6 +1,6 @@
 /* Linux implementation of src/host/platform.h: OFD byte locks for process
- * liveness, shared futexes for every wait, statfs to refuse file systems on
- * which neither works, pthreads for the helper threads.
+ * liveness, shared futexes for every wait, pthreads for the helper threads.
+ * The files (their trust checks and opening) are in files_linux.c.
  *
  * Futexes are used without FUTEX_PRIVATE_FLAG: the kernel then keys a wait
  * on a MAP_SHARED file page by (inode, offset), so a wake in one process
@@ -24,63 +24,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Magic numbers of statfs(2) f_type for file systems whose byte locks or
- * shared mappings are not coherent across the processes of one host, or
- * not local at all. FUSE covers virtiofs and sshfs. */
-static const struct {
-  unsigned long magic;
-  const char *name;
-} tl__refused[] = {
-  { 0x6969, "NFS" },        { 0x517B, "SMB" },
-  { 0xFE534D42, "SMB2" },   { 0xFF534D42, "CIFS" },
-  { 0x01021997, "9p" },     { 0x65735546, "FUSE (or virtiofs)" },
-  { 0x00C36400, "Ceph" },   { 0x5346414F, "AFS" },
-  { 0x6B414653, "AFS" },    { 0x47504653, "GPFS" },
-  { 0x0BD00BD0, "Lustre" },
-};
-
-int
-tl__hp_open(const char *dir, const char *file, char *err, size_t errlen)
-{
-  struct statfs sf;
-  char path[PATH_MAX];
-  int fd;
-
-  if (statfs(dir, &sf) != 0) {
-    snprintf(err, errlen, "cannot use directory '%s': %s", dir,
-             strerror(errno));
-    return -1;
-  }
-  unsigned long type = (unsigned long)(unsigned int)sf.f_type;
-  /* The tests stand in another file system's type (they cannot mount one
-   * everywhere): THREADLOCK_HOST_TEST_FSTYPE=0x6969 is NFS. */
-  const char *fake = getenv("THREADLOCK_HOST_TEST_FSTYPE");
-  if (fake != NULL)
-    type = strtoul(fake, NULL, 0);
-  for (size_t i = 0; i < sizeof(tl__refused) / sizeof(tl__refused[0]); i++) {
-    if (type == tl__refused[i].magic) {
-      snprintf(err, errlen,
-               "'%s' is on a %s file system, whose locks and shared "
-               "memory are not reliable across processes; put the "
-               "directory on a local disk or tmpfs, or use "
-               "threadlock/postgres to lock across machines",
-               dir, tl__refused[i].name);
-      return -1;
-    }
-  }
-  if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >=
-      sizeof(path)) {
-    snprintf(err, errlen, "the path '%s' is too long", dir);
-    return -1;
-  }
-  fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-    return -1;
-  }
-  return fd;
-}
 
 void
 tl__hp_close(int fd)
@@ -139,6 +82,64 @@ tl__hp_lock_wait(int fd, uint64_t byte, int exclusive)
     if (errno != EINTR)
       return -1;
   }
+}
+
+int
+tl__hp_lock_within(int fd, uint64_t byte, int exclusive, int64_t timeout_ms,
+                   uint32_t *holder)
+{
+  uint64_t deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms;
+  long pause_us = 100;
+
+  *holder = 0;
+  for (;;) {
+    if (tl__hp_trylock(fd, byte, exclusive) == 0)
+      return 0;
+    if (tl__hp_monotonic_ms() >= deadline)
+      break;
+    /* A first attacher holds it for the microseconds of an initialisation:
+     * short sleeps, growing to 20 ms. */
+    struct timespec ts = { 0, pause_us * 1000 };
+    nanosleep(&ts, NULL);
+    if (pause_us < 20000)
+      pause_us *= 2;
+  }
+  struct flock fl;
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = exclusive ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = (off_t)byte;
+  fl.l_len = 1;
+  /* F_GETLK (not the OFD form) reports a process-owned lock's pid; an
+   * OFD lock shows as -1. */
+  if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK && fl.l_pid > 0)
+    *holder = (uint32_t)fl.l_pid;
+  return -1;
+}
+
+long
+tl__hp_read(int fd, void *buf, size_t len, uint64_t offset)
+{
+  ssize_t n;
+  do
+    n = pread(fd, buf, len, (off_t)offset);
+  while (n < 0 && errno == EINTR);
+  return (long)n;
+}
+
+int
+tl__hp_write_sync(int fd, const void *buf, size_t len, uint64_t offset)
+{
+  ssize_t n;
+  do
+    n = pwrite(fd, buf, len, (off_t)offset);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)len) {
+    if (n >= 0)
+      errno = ENOSPC;
+    return -1;
+  }
+  return fdatasync(fd);
 }
 
 void
@@ -331,6 +332,15 @@ tl__hp_monotonic_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The tests make one kind of thread fail to start, as a pids limit would
+ * (THREADLOCK_HOST_TEST_NO_THREAD=tl-host-watch): the thread's name. */
+static int
+tl__thread_refused(const char *name)
+{
+  const char *v = getenv("THREADLOCK_HOST_TEST_NO_THREAD");
+  return v != NULL && strcmp(v, name) == 0;
+}
+
 struct tl_hp_thread_s {
   pthread_t thread;
 };
@@ -344,6 +354,11 @@ tl__hp_thread_start(void *(*fn)(void *), void *arg, const char *name)
 
   if (t == NULL)
     return NULL;
+  if (tl__thread_refused(name)) {
+    free(t);
+    errno = EAGAIN;
+    return NULL;
+  }
   pthread_attr_init(&attr);
   /* The threads only wait and walk the table: a small stack will do. */
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -379,6 +394,26 @@ tl__hp_cancel_point(int enabled)
       enabled ? PTHREAD_CANCEL_ENABLE : PTHREAD_CANCEL_DISABLE, &old);
 }
 
+static void
+tl__ended(void *flag)
+{
+  atomic_store((_Atomic int *)flag, 1);
+}
+
+int
+tl__hp_lock_wait_cancellable(int fd, uint64_t byte, int exclusive,
+                             _Atomic int *ended)
+{
+  int r;
+
+  pthread_cleanup_push(tl__ended, (void *)ended);
+  tl__hp_cancel_point(1);
+  r = tl__hp_lock_wait(fd, byte, exclusive);
+  tl__hp_cancel_point(0);
+  pthread_cleanup_pop(0);
+  return r;
+}
+
 struct tl_hp_mutex_s {
   pthread_mutex_t m;
 };
@@ -411,6 +446,33 @@ tl__hp_mutex_unlock(tl_hp_mutex_t *m)
 {
   if (pthread_mutex_unlock(&m->m) != 0)
     abort();
+}
+
+int
+tl__hp_mutex_trylock(tl_hp_mutex_t *m)
+{
+  return pthread_mutex_trylock(&m->m) == 0 ? 0 : -1;
+}
+
+int
+tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms)
+{
+  struct timespec ts;
+
+  /* pthread_mutex_timedlock counts in CLOCK_REALTIME; a jump of the
+   * clock makes this wait shorter or longer, never unbounded. */
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(timeout_ms / 1000);
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  int r;
+  do
+    r = pthread_mutex_timedlock(&m->m, &ts);
+  while (r == EINTR);
+  return r == 0 ? 0 : -1;
 }
 
 static pthread_mutex_t tl__process_mutex = PTHREAD_MUTEX_INITIALIZER;
