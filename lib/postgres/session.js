@@ -15,7 +15,11 @@ const { SessionError, codes } = require('./errors')
 // instead of the system default of over two hours; and, from PostgreSQL 14
 // on, a backend waiting for a lock checks every second that its client is
 // still there, so that a killed waiter leaves the lock's queue promptly.
+// synchronous_commit = on whatever the role, database or server says: a
+// fencing token is handed out only once its write is on disk, so that a
+// crash of the server never hands the same token out twice.
 const SETTINGS = [
+  'SET synchronous_commit = on',
   'SET tcp_keepalives_idle = 30',
   'SET tcp_keepalives_interval = 10',
   'SET tcp_keepalives_count = 3'
