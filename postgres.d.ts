@@ -113,7 +113,7 @@ export declare class Lock {
 }
 
 /** The stable codes of a {@link SessionError}. */
-export type SessionErrorCode = 'ECONNECT' | 'EWAITLOST' | 'ELOCKLOST' | 'ECLOSED'
+export type SessionErrorCode = 'ECONNECT' | 'EWAITLOST' | 'ELOCKLOST' | 'ECLOSED' | 'ETABLE'
 
 /** An error of the connection to the server; tell the cases apart by `code`. */
 export declare class SessionError extends Error {
@@ -122,7 +122,9 @@ export declare class SessionError extends Error {
   /**
    * `ECONNECT`: no session could be opened; `EWAITLOST`: the session ended
    * while the request waited (nothing is held); `ELOCKLOST`: the session
-   * ended while the lock was held; `ECLOSED`: the manager was closed.
+   * ended while the lock was held; `ECLOSED`: the manager was closed;
+   * `ETABLE`: the name table cannot serve the request (another table serves
+   * its namespace, or it was dropped or created again while in use).
    */
   readonly code: SessionErrorCode
   /** The error of node-postgres or of the server, when there is one. */

@@ -162,18 +162,22 @@ class LockManager {
       const key = await this.names.keyOf(e.session.client, e.name)
       if (e.done) return
       const sql = SQL[e.mode]
+      const take = this.names.lockStatements(e.mode)
+      const oid = this.names.oid
       if (e.ifAvailable) {
-        const [{ ok }] = await e.session.run(sql.try, [this.namespace, key])
-        if (!ok) {
+        const rows = await e.session.run(take.try, [this.namespace, key, oid])
+        if (rows.length === 0) throw this.#recreated(e)
+        if (!rows[0].ok) {
           this.#retire(e)
           settle(e, () => e.callback(null))
           return
         }
       } else {
         e.state = WAITING
-        e.running = e.session.run(sql.lock, [this.namespace, key])
-        await e.running
+        e.running = e.session.run(take.lock, [this.namespace, key, oid])
+        const rows = await e.running
         e.running = null
+        if (rows.length === 0) throw this.#recreated(e)
       }
       held = true
       if (e.done) return
@@ -218,10 +222,22 @@ class LockManager {
     }
   }
 
+  // The name table is not the one whose keys this manager knows: the next
+  // request prepares it again.
+  #recreated (e) {
+    this.names.reset()
+    return new SessionError(codes.ETABLE,
+      `LockManager.request: the name table ${this.names.table} was dropped and created again while in use; lock ${JSON.stringify(e.name)} was not taken (the next request reads the new table)`)
+  }
+
   // The error a failed request rejects with.
   #explain (e, err) {
     if (err instanceof SessionError) return err
-    if (err && err.code === '42P01') this.names.reset()
+    if (err && err.code === '42P01') {
+      this.names.reset()
+      return new SessionError(codes.ETABLE,
+        `LockManager.request: the name table ${this.names.table} is missing (dropped while in use?); lock ${JSON.stringify(e.name)} was not taken: ${err.message}`, { cause: err })
+    }
     if (e.session !== null && (e.session.lost.aborted || endsSession(err))) {
       return new SessionError(codes.EWAITLOST,
         `LockManager.request: the PostgreSQL session ended while requesting lock ${JSON.stringify(e.name)}: ${err.message}`, { cause: err })

@@ -17,6 +17,7 @@
 // stored as-is looks like an escaped one.
 
 const crypto = require('crypto')
+const { SessionError, codes } = require('./errors')
 
 const CACHE_LIMIT = 10000
 
@@ -45,39 +46,99 @@ class NameTable {
     this.namespace = namespace
     this.keys = new Map()
     this.ready = null
+    // The OID of the table that `keys` came from (set by ensure()).
+    this.oid = null
+    // The table's claim of its namespace, its comment (see #create).
+    this.claim = `threadlock/postgres: the lock names of namespace ${namespace}`
   }
 
   /**
-   * Creates the table if it is missing, once per manager, and resolves with
-   * the server's version number (server_version_num).
+   * Creates the table if it is missing and checks that it may serve this
+   * namespace, once per manager (again after reset()), and resolves with
+   * the server's version number (server_version_num). `queryable` is a
+   * client or a pool.
    */
-  ensure (client) {
+  ensure (queryable) {
     if (this.ready === null) {
-      this.ready = this.#create(client)
+      this.ready = this.#prepare(queryable)
       // A failure (server down) is retried by the next request.
       this.ready.catch(() => { this.ready = null })
     }
     return this.ready
   }
 
-  async #create (client) {
-    const { rows } = await client.query(
-      "SELECT to_regclass($1) IS NOT NULL AS present, current_setting('server_version_num')::int AS version",
-      [this.regclass])
-    if (!rows[0].present) {
-      // Two clients creating the table at once would collide in the
-      // catalog: creation is serialized by the advisory lock (namespace, 0),
-      // which no name uses. Both statements run in one implicit transaction,
-      // which ends the transaction-level lock.
-      await client.query(`SELECT pg_advisory_xact_lock(${this.namespace}, 0);
-        CREATE TABLE IF NOT EXISTS ${this.table} (
-          key integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-          digest bytea NOT NULL UNIQUE,
-          name text NOT NULL,
-          fence bigint NOT NULL DEFAULT 0
-        )`)
+  async #prepare (queryable) {
+    if (typeof queryable.connect !== 'function' || !('totalCount' in queryable)) return this.#create(queryable)
+    const client = await queryable.connect()
+    let failed = null
+    try {
+      return await this.#create(client)
+    } catch (err) {
+      failed = err
+      throw err
+    } finally {
+      client.release(failed !== null && !(failed instanceof SessionError) ? failed : undefined)
     }
-    return rows[0].version
+  }
+
+  // Keys are numbered per table, so that two tables serving one namespace
+  // would give two names one advisory lock: each table claims its
+  // namespace with its comment, and a table whose namespace another table
+  // claims is refused. A table is created only while no lock of the
+  // namespace is held or awaited: such a lock belongs to a table that was
+  // dropped while in use, whose keys the new table would give to other
+  // names. Every step runs in one transaction under the advisory lock
+  // (namespace, 0), which no name uses, so that two clients preparing at
+  // once are serialized.
+  async #create (client) {
+    await client.query('BEGIN')
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.namespace])
+      const look = "SELECT to_regclass($1)::oid AS oid, current_setting('server_version_num')::int AS version"
+      let { rows: [found] } = await client.query(look, [this.regclass])
+      const { rows: claims } = await client.query(
+        `SELECT c.oid, c.oid::regclass::text AS name, d.description, pg_has_role(c.relowner, 'MEMBER') AS owned
+           FROM pg_class c LEFT JOIN pg_description d
+             ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0
+          WHERE c.oid = $1::oid OR d.description = $2`, [found.oid, this.claim])
+      const other = claims.find((r) => r.oid !== found.oid)
+      if (other !== undefined) {
+        throw new SessionError(codes.ETABLE, `LockManager.request: namespace ${this.namespace} is served by the name table ${other.name}, and ${this.table} would give its keys to other names: give each name table a namespace of its own (options.namespace)`)
+      }
+      if (found.oid === null) {
+        const { rows: [{ n }] } = await client.query(
+          `SELECT count(*)::int AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::int8::oid AND objid <> 0
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, [this.namespace >>> 0])
+        if (n > 0) {
+          throw new SessionError(codes.ETABLE, `LockManager.request: the name table ${this.table} is missing while ${n} lock(s) of namespace ${this.namespace} are held or awaited: it was dropped while in use, and a new table would give their keys to other names; it is created again once they are released`)
+        }
+        await client.query(`CREATE TABLE ${this.table} (
+            key integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            digest bytea NOT NULL UNIQUE,
+            name text NOT NULL,
+            fence bigint NOT NULL DEFAULT 0
+          )`)
+        await client.query(`COMMENT ON TABLE ${this.table} IS '${this.claim}'`)
+        found = (await client.query(look, [this.regclass])).rows[0]
+      }
+      const own = claims.find((r) => r.oid === found.oid)
+      const description = own === undefined ? null : own.description
+      if (description !== null && description.startsWith('threadlock/postgres: ') && description !== this.claim) {
+        throw new SessionError(codes.ETABLE, `LockManager.request: the name table ${this.table} serves another namespace (its comment: '${description}'), not ${this.namespace}: give each name table a namespace of its own`)
+      }
+      // A table made by an earlier version, or by another role, is claimed
+      // by its owner's first manager.
+      if (description === null && own !== undefined && own.owned) {
+        await client.query(`COMMENT ON TABLE ${this.table} IS '${this.claim}'`)
+      }
+      await client.query('COMMIT')
+      this.oid = found.oid
+      return found.version
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    }
   }
 
   /** Resolves with the advisory-lock key of `name`, adding it if missing. */
@@ -126,6 +187,22 @@ class NameTable {
   reset () {
     this.keys.clear()
     this.ready = null
+    this.oid = null
+  }
+
+  /**
+   * The statements that take the lock of a key, by mode: they take it only
+   * if the key's row is in the table this manager prepared (its OID), so
+   * that a key of a table dropped and created again (where it may belong
+   * to another name) is never locked; they return no row then.
+   */
+  lockStatements (mode) {
+    const fn = mode === 'shared' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock'
+    const from = `FROM ${this.table} t WHERE t.key = $2 AND t.tableoid = $3::oid`
+    return {
+      lock: `SELECT ${fn}($1::int4, t.key) ${from}`,
+      try: `SELECT pg_try_${fn.slice(3)}($1::int4, t.key) AS ok ${from}`
+    }
   }
 
   /** The query() rows: every advisory lock of this namespace and database. */

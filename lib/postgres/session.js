@@ -56,6 +56,7 @@ class Session {
     } catch (err) {
       session.destroy()
       if (session.lost.aborted) throw session.lost.reason
+      if (err instanceof SessionError) throw err
       throw new SessionError(codes.ECONNECT, `LockManager.request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
     }
     return session
