@@ -187,7 +187,9 @@ class LockManager {
       e.stopTimer()
       if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
       this.#pump(e.name)
+      e.session.watch()
       const outcome = await run(e.callback, createLock(e.name, e.mode, token, e.session.lost))
+      e.session.unwatch()
       // The lock is released before the request settles, as in Web Locks.
       const lost = e.session.lost.aborted
       if (!lost) held = !(await this.#unlock(e.session, sql.unlock, key))

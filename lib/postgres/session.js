@@ -25,6 +25,20 @@ const SETTINGS = [
   'SET tcp_keepalives_count = 3'
 ]
 const CHECK_INTERVAL = 'SET client_connection_check_interval = 1000'
+// From PostgreSQL 12 on: a reply the client does not acknowledge within a
+// minute ends the session too. Without it a session cut off while the
+// server had a reply in flight is ended only by TCP's retransmission
+// limit, about fifteen minutes, since keepalive probes are not sent while
+// data waits for an acknowledgement.
+const USER_TIMEOUT = 'SET tcp_user_timeout = 60000'
+
+/** The settings of every session, for server_version_num `version`. */
+function settingsFor (version) {
+  const settings = [...SETTINGS]
+  if (version >= 120000) settings.push(USER_TIMEOUT)
+  if (version >= 140000) settings.push(CHECK_INTERVAL)
+  return settings
+}
 const prepared = new WeakSet()
 
 // How often a cancel request is repeated while the statement it targets has
@@ -32,6 +46,19 @@ const prepared = new WeakSet()
 // ignored by the server), and when to give up and drop the connection.
 const CANCEL_RETRY_MS = 250
 const CANCEL_GIVE_UP_MS = 10000
+
+// A session that holds a lock is asked `SELECT 1` every LIVENESS_EVERY_MS,
+// and counts as lost when an answer takes longer than LIVENESS_WAIT_MS.
+// Without it a holder cut off from the server (a network partition, a
+// half-open connection) would hear of it only through the client's TCP
+// keepalive, which a pool the user passes may not have and which takes
+// minutes with the system's probe interval, while the server ends the
+// session, and grants the lock to the next client, about a minute after
+// it last heard from it (the tcp_keepalives_* settings above: 30 s + 3 x
+// 10 s). The holder is told within LIVENESS_EVERY_MS + LIVENESS_WAIT_MS
+// (10 s) of its last exchange with the server, well before that.
+const LIVENESS_EVERY_MS = 5000
+const LIVENESS_WAIT_MS = 5000
 
 class Session {
   /**
@@ -49,8 +76,7 @@ class Session {
     try {
       const version = await manager.names.ensure(client)
       if (!prepared.has(client)) {
-        const settings = version >= 140000 ? [...SETTINGS, CHECK_INTERVAL] : SETTINGS
-        await client.query(settings.join('; '))
+        await client.query(settingsFor(version).join('; '))
         prepared.add(client)
       }
     } catch (err) {
@@ -67,6 +93,8 @@ class Session {
     this.client = client
     this.controller = new AbortController()
     this.released = false
+    this.watching = false
+    this.beat = null
     // A connection error or its end while the session is lent out means
     // the session, and every lock it held, is gone. The listeners stay on
     // until the session is released, so an error never goes unheard (an
@@ -75,6 +103,41 @@ class Session {
     this.onEnd = () => this.#lose(new Error('the connection ended'))
     client.on('error', this.onError)
     client.on('end', this.onEnd)
+  }
+
+  /**
+   * Starts the liveness queries of a session that holds a lock (see
+   * LIVENESS_EVERY_MS); unwatch() stops them.
+   */
+  watch () {
+    this.watching = true
+    const beat = () => {
+      this.beat = null
+      if (!this.watching || this.released || this.lost.aborted) return
+      const timer = setTimeout(() => {
+        this.#lose(new Error(`no answer from the server to a liveness query within ${LIVENESS_WAIT_MS} ms`))
+        // The connection is of no use any more: end it, so that nothing
+        // waits on it.
+        const stream = this.client.connection && this.client.connection.stream
+        if (stream) stream.destroy()
+      }, LIVENESS_WAIT_MS)
+      timer.unref()
+      this.client.query('SELECT 1').then(() => {
+        clearTimeout(timer)
+        if (this.watching) this.beat = setTimeout(beat, LIVENESS_EVERY_MS).unref()
+      }, (err) => {
+        clearTimeout(timer)
+        this.#lose(err)
+      })
+    }
+    this.beat = setTimeout(beat, LIVENESS_EVERY_MS).unref()
+  }
+
+  /** Stops the liveness queries (one under way still counts). */
+  unwatch () {
+    this.watching = false
+    if (this.beat) clearTimeout(this.beat)
+    this.beat = null
   }
 
   /** Aborts when the session ends while it is lent out. */
@@ -146,6 +209,7 @@ class Session {
   }
 
   #detach () {
+    this.unwatch()
     this.released = true
     this.client.removeListener('error', this.onError)
     this.client.removeListener('end', this.onEnd)
