@@ -56,7 +56,10 @@ export interface LockManagerOptions {
    * one per held lock and one per request waiting on the server. Requests
    * beyond it wait in the process, first come first served, and an abort
    * takes them out. A manager that creates its own pool opens at most one
-   * more connection, for query(). Default 10. From 1 to 10000.
+   * more connection, for query(). Default 10. From 1 to 10000. With a
+   * pg.Pool passed in, at most the pool's `max - 1` (the default is lowered
+   * to it, a larger value throws a RangeError, and so does a pool of max 1),
+   * so that the callbacks' own queries on that pool always get a connection.
    */
   maxConnections?: number
   /**
