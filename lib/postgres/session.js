@@ -18,8 +18,16 @@ const { SessionError, codes } = require('./errors')
 // synchronous_commit = on whatever the role, database or server says: a
 // fencing token is handed out only once its write is on disk, so that a
 // crash of the server never hands the same token out twice.
+// The server's timeouts, which a role, database or server may set, are
+// switched off on the manager's sessions: a session that holds a lock sits
+// idle, or runs one long lock statement, for as long as the callback
+// runs, and a timeout ending it would free the lock while the callback
+// still runs (a request's own `timeout` ends a wait from the client).
 const SETTINGS = [
   'SET synchronous_commit = on',
+  'SET statement_timeout = 0',
+  'SET lock_timeout = 0',
+  'SET idle_in_transaction_session_timeout = 0',
   'SET tcp_keepalives_idle = 30',
   'SET tcp_keepalives_interval = 10',
   'SET tcp_keepalives_count = 3'
@@ -36,7 +44,7 @@ const USER_TIMEOUT = 'SET tcp_user_timeout = 60000'
 function settingsFor (version) {
   const settings = [...SETTINGS]
   if (version >= 120000) settings.push(USER_TIMEOUT)
-  if (version >= 140000) settings.push(CHECK_INTERVAL)
+  if (version >= 140000) settings.push(CHECK_INTERVAL, 'SET idle_session_timeout = 0')
   return settings
 }
 const prepared = new WeakSet()
