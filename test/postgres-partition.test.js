@@ -10,7 +10,7 @@
 const assert = require('assert')
 const pg = require('pg')
 const { createLockManager, SessionError } = require('../postgres')
-const { config, needServer, needNft, cut, heal, unique } = require('./fixtures/pg-env')
+const { config, needServer, needNft, cut, blackhole, heal, unique } = require('./fixtures/pg-env')
 const { within } = require('./fixtures/threads')
 const { outcome, deferred } = require('./fixtures/named-locks-harness')
 
@@ -63,6 +63,37 @@ describe('threadlock/postgres: a partition between a holder and the server', fun
       await waiter.close()
       await userPool.end()
       await admin.end()
+    }
+  })
+})
+
+describe('threadlock/postgres: a server that does not answer', function () {
+  this.timeout(60000)
+  before(needServer())
+  before(needNft())
+  afterEach(heal)
+
+  it('a request fails with ECONNECT within the pool\'s connection timeout (10 s by default), and close() returns at once', async () => {
+    const port = 40000 + (process.pid % 20000)
+    blackhole(port)
+    const m = createLockManager({ host: '127.0.0.1', port, user: 'nobody', password: 'x', database: 'nothing' })
+    try {
+      const started = Date.now()
+      let ran = false
+      const got = await within(outcome(m.request(unique('unreachable'), () => { ran = true })), 30000,
+        'the request settled (without a connection timeout it waits about two minutes)')
+      assert.strictEqual(ran, false)
+      assert.ok(got.error instanceof SessionError, String(got.error))
+      assert.strictEqual(got.error.code, 'ECONNECT')
+      assert.match(got.error.message, /^LockManager.request: could not connect to PostgreSQL: /)
+      assert.ok(Date.now() - started >= 5000, `the request failed after ${Date.now() - started} ms, before the timeout`)
+      // A shorter timeout of the configuration is kept.
+      const quick = createLockManager({ host: '127.0.0.1', port, user: 'nobody', database: 'nothing', connectionTimeoutMillis: 500 })
+      const q = await within(outcome(quick.request(unique('unreachable'), () => {})), 10000, 'the request settled')
+      assert.strictEqual(q.error.code, 'ECONNECT')
+      await within(quick.close(), 5000, 'close()')
+    } finally {
+      await within(m.close(), 5000, 'close()')
     }
   })
 })
