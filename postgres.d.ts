@@ -76,6 +76,16 @@ export interface LockManagerOptions {
   table?: string
 }
 
+/** Options of {@link LockManager.close}. */
+export interface CloseOptions {
+  /**
+   * Milliseconds to wait for held locks' callbacks (0 or more, `Infinity`
+   * allowed) before their sessions are ended. Given at all, it also
+   * withdraws every request not yet granted at once.
+   */
+  timeout?: number
+}
+
 /**
  * Options of {@link LockManager.request}, as in threadlock.locks. Here
  * `ifAvailable` gets `null` if the lock is held elsewhere in a conflicting
@@ -157,9 +167,12 @@ export declare class LockManager {
   /**
    * Refuses new requests, waits until every request made so far has
    * settled, then ends the pool if the manager created it (a pool passed
-   * in stays open).
+   * in stays open). With `options.timeout`, requests not yet granted are
+   * withdrawn at once (they reject with `ECLOSED`), and locks whose
+   * callbacks have not settled when the timeout runs out are released by
+   * ending their sessions (their signals abort with `ECLOSED`).
    */
-  close (): Promise<void>
+  close (options?: CloseOptions): Promise<void>
   /** The pool the manager takes its sessions from. */
   readonly pool: PoolLike
 }

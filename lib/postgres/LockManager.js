@@ -9,7 +9,7 @@
 // ones wait here, without a connection. Across processes the server's lock
 // queue decides, and it is first come, first served.
 
-const { parseRequest } = require('./options')
+const { parseRequest, describe } = require('./options')
 const { requestTimer, timeoutRequestError } = require('../requestOptions')
 const { SessionError, codes, endsSession } = require('./errors')
 const { SQL } = require('./advisory')
@@ -94,12 +94,53 @@ class LockManager {
 
   /**
    * Refuses new requests, waits until every request made so far has
-   * settled, and ends the pool if the manager created it.
+   * settled, and ends the pool if the manager created it. With
+   * `options.timeout` (milliseconds, Infinity allowed), the requests not
+   * yet granted are withdrawn at once (they reject with ECLOSED and leave
+   * the server's queue), and the locks still held when the timeout runs
+   * out are released by ending their sessions: their signals abort with
+   * ECLOSED, and their requests reject with it once the callbacks settle.
    */
-  async close () {
+  async close (options) {
+    const timeout = closeTimeout(options)
     this.#closed = true
+    if (timeout !== undefined) {
+      const withdrawn = new SessionError(codes.ECLOSED, 'LockManager.close: the lock manager was closed before the lock was granted')
+      for (const queue of [...this.#queues.values()]) {
+        for (const e of [...queue]) {
+          if (e.state !== HELD) this.#abort(e, withdrawn)
+        }
+      }
+      if (timeout !== Infinity && !(await this.#settledWithin(timeout))) {
+        const ended = new SessionError(codes.ECLOSED, `LockManager.close: the lock manager was closed and its timeout of ${timeout} ms ran out before the callback settled: the lock was released`)
+        for (const queue of [...this.#queues.values()]) {
+          for (const e of queue) {
+            if (e.state === HELD && e.session !== null) e.session.end(ended)
+          }
+        }
+        // The requests of those locks settle when their callbacks do; what
+        // is left to wait for is their cleanup, which needs no server.
+        if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
+        return
+      }
+    }
     while (this.#running.size > 0) await Promise.allSettled([...this.#running])
     if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
+  }
+
+  // Resolves with whether every request settled within `ms`.
+  async #settledWithin (ms) {
+    let timer
+    const expired = new Promise((resolve) => { timer = setTimeout(resolve, ms, false) })
+    const settled = (async () => {
+      while (this.#running.size > 0) await Promise.allSettled([...this.#running])
+      return true
+    })()
+    try {
+      return await Promise.race([settled, expired])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   // Starts the first request of `name` that is not held, if it waits here.
@@ -246,6 +287,19 @@ class LockManager {
     }
     return err
   }
+}
+
+// Checks close()'s options; returns the timeout, or undefined for none.
+function closeTimeout (options) {
+  if (options === undefined) return undefined
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`LockManager.close: options must be an object, received ${describe(options)}`)
+  }
+  const t = options.timeout
+  if (t === undefined) return undefined
+  if (typeof t !== 'number') throw new TypeError(`LockManager.close: options.timeout must be a number of milliseconds, received ${describe(t)}`)
+  if (!(t >= 0)) throw new RangeError(`LockManager.close: options.timeout must be 0 or more (Infinity allowed), received ${t}`)
+  return t
 }
 
 // Whether an ifAvailable request could be granted as far as this manager

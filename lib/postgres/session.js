@@ -148,6 +148,16 @@ class Session {
     this.beat = null
   }
 
+  /**
+   * Ends the session now, on purpose: the signal aborts with `reason`, and
+   * the connection is closed, which frees the session's locks on the
+   * server.
+   */
+  end (reason) {
+    if (!this.released && !this.controller.signal.aborted) this.controller.abort(reason)
+    this.destroy()
+  }
+
   /** Aborts when the session ends while it is lent out. */
   get lost () { return this.controller.signal }
 
