@@ -162,3 +162,55 @@ describe('threadlock/postgres: name tables', function () {
   })
 
 })
+
+describe('threadlock/postgres: fencing tokens in blocks', function () {
+  this.timeout(30000)
+  let pool
+  let m
+  const table = `tl_tokens_${process.pid % 100000}_${Date.now() % 100000}`
+  const namespace = 0x10000000 + ((process.pid * 31 + Date.now()) % 0x60000000)
+
+  before(needServer())
+  before(() => {
+    pool = new pg.Pool({ ...config(), max: 1 })
+    m = createLockManager(config(), { table, namespace })
+  })
+  after(async () => {
+    if (m) await m.close()
+    if (pool === undefined) return
+    await pool.query(`DROP TABLE IF EXISTS ${table}, ${table}_live; DROP SEQUENCE IF EXISTS ${table}_tokens`)
+    await pool.end()
+  })
+
+  const mark = async () => BigInt((await pool.query(`SELECT fence FROM ${table} WHERE digest = '\\x'::bytea`)).rows[0].fence)
+  const marker = async () => (await pool.query(`SELECT lo, hi FROM ${table}_live`)).rows.map((r) => [BigInt(r.lo), BigInt(r.hi)])
+  const grants = async (n) => {
+    const tokens = []
+    for (let i = 0; i < n; i++) tokens.push(await m.request(i % 2 ? 'a' : 'b', (lock) => lock.token))
+    return tokens
+  }
+  const increasing = (tokens) => tokens.every((t, i) => i === 0 || t > tokens[i - 1])
+
+  it('every token handed out is at most the durable mark, and the mark moves ahead when a block runs out', async () => {
+    const first = await grants(5)
+    assert.ok(increasing(first), first.join(' '))
+    assert.ok(first[4] <= await mark())
+    // A block that runs out after 3 more values.
+    await pool.query(`UPDATE ${table}_live SET hi = $1::int8`, [String(first[4] + 3n)])
+    const next = await grants(10)
+    assert.ok(increasing([...first, ...next]), [...first, ...next].join(' '))
+    const durable = await mark()
+    assert.ok(next[9] <= durable, `token ${next[9]} above the durable mark ${durable}`)
+    const [[, hi]] = await marker()
+    assert.ok(hi <= durable)
+  })
+
+  it('what a crash leaves (the unlogged marker emptied, the sequence taken back): the next tokens are above every earlier one', async () => {
+    const before = await grants(5)
+    await pool.query(`TRUNCATE ${table}_live`)
+    await pool.query(`SELECT setval('${table}_tokens', 1)`)
+    const after = await grants(5)
+    assert.ok(increasing([...before, ...after]), [...before, ...after].join(' '))
+    assert.ok(after[4] <= await mark())
+  })
+})

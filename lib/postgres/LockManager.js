@@ -204,11 +204,13 @@ class LockManager {
       if (e.done) return
       const sql = SQL[e.mode]
       const take = this.names.lockStatements(e.mode)
+      let granted
       const oid = this.names.oid
       if (e.ifAvailable) {
         const rows = await e.session.run(take.try, [this.namespace, key, oid])
         if (rows.length === 0) throw this.#recreated(e)
-        if (!rows[0].ok) {
+        granted = rows[0]
+        if (!granted.ok) {
           this.#retire(e)
           settle(e, () => e.callback(null))
           return
@@ -219,10 +221,11 @@ class LockManager {
         const rows = await e.running
         e.running = null
         if (rows.length === 0) throw this.#recreated(e)
+        granted = rows[0]
       }
       held = true
       if (e.done) return
-      const token = await this.names.fence(e.session.client, key)
+      const token = await this.names.token(e.session.client, granted)
       if (e.done) return
       e.state = HELD
       e.stopTimer()

@@ -21,6 +21,10 @@ const { SessionError, codes } = require('./errors')
 
 const CACHE_LIMIT = 10000
 
+// How far the durable mark of fencing tokens moves ahead at a time: one
+// durable commit per BLOCK grants (see NameTable.token()).
+const BLOCK = 10000n
+
 function quoteIdent (qualified) {
   return qualified.split('.').map((part) => `"${part}"`).join('.')
 }
@@ -50,6 +54,9 @@ class NameTable {
     this.oid = null
     // The table's claim of its namespace, its comment (see #create).
     this.claim = `threadlock/postgres: the lock names of namespace ${namespace}`
+    // The fencing tokens' sequence and its unlogged marker (see token()).
+    this.sequence = quoteIdent(`${table}_tokens`)
+    this.live = quoteIdent(`${table}_live`)
   }
 
   /**
@@ -132,9 +139,90 @@ class NameTable {
       if (description === null && own !== undefined && own.owned) {
         await client.query(`COMMENT ON TABLE ${this.table} IS '${this.claim}'`)
       }
+      await this.#createTokens(client, found.version)
       await client.query('COMMIT')
       this.oid = found.oid
       return found.version
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    }
+  }
+
+  // The objects of the fencing tokens (see token()): the sequence, unlogged
+  // from PostgreSQL 15 on (it then writes no WAL), the unlogged marker, and
+  // the durable high mark, a row of the name table with an empty digest
+  // (no name has one) whose `fence` is the mark. A table made by an
+  // earlier version, which kept a counter per name in `fence`, starts the
+  // mark above all of them; a new mark row empties the marker.
+  async #createTokens (client, version) {
+    await client.query(`CREATE ${version >= 150000 ? 'UNLOGGED ' : ''}SEQUENCE IF NOT EXISTS ${this.sequence}`)
+    await client.query(`CREATE UNLOGGED TABLE IF NOT EXISTS ${this.live} (lo bigint NOT NULL, hi bigint NOT NULL)`)
+    const { rows } = await client.query(
+      `INSERT INTO ${this.table} (digest, name, fence)
+       SELECT '\\x'::bytea, '', coalesce(max(fence), 0) FROM ${this.table}
+       ON CONFLICT (digest) DO NOTHING RETURNING fence`)
+    if (rows.length > 0) await client.query(`TRUNCATE ${this.live}`)
+  }
+
+  /**
+   * The fencing token of a grant, from the row of a lock statement
+   * ({ n, lo, hi }), on the session `client` that holds the lock.
+   *
+   * Tokens come from one sequence per table, taken in the lock statement
+   * after the lock is granted (the statement's subquery takes the lock
+   * before its outer list calls nextval()), so a grant's token is greater
+   * than every token taken before the previous holder released: strictly
+   * increasing per name, across every client. A sequence is not durable
+   * per value (a crash can take it back), so a value is handed out only
+   * below a durable high mark: the unlogged marker (lo, hi) says that
+   * values in (lo, hi] are covered. Invariants:
+   *   1. the marker's hi is written only in a transaction that writes the
+   *      same mark to the name table with synchronous_commit = on, which is
+   *      flushed before it is visible; so a visible marker's hi is on disk
+   *      and every token handed out is at most the durable mark;
+   *   2. a crash empties the unlogged marker (and may take the sequence
+   *      back); the next grant finds no marker and sets the sequence to
+   *      the durable mark, or to its own value if higher, with lo there:
+   *      every later token is above every earlier one;
+   *   3. the mark is moved BLOCK ahead at a time, so one durable commit
+   *      covers BLOCK grants, and a crash skips at most that many values.
+   * The slow path runs under the advisory lock (namespace, 0), as table
+   * creation does, so two sessions never move the mark at once.
+   */
+  async token (client, row) {
+    for (let pass = 0; ; pass++) {
+      if (row.n !== null && row.lo !== null && BigInt(row.n) > BigInt(row.lo) && BigInt(row.n) <= BigInt(row.hi)) return BigInt(row.n)
+      if (pass === 5) throw new Error(`could not take a fencing token from ${this.sequence}`)
+      await this.#extend(client, row.n === null ? 0n : BigInt(row.n))
+      row = (await client.query(`SELECT nextval('${this.sequence.replace(/'/g, "''")}') AS n, v.lo, v.hi FROM (SELECT 1) x LEFT JOIN ${this.live} v ON true`)).rows[0]
+    }
+  }
+
+  // Moves the durable mark above `n`, or sets the marker up after a crash.
+  async #extend (client, n) {
+    await client.query('BEGIN')
+    try {
+      await client.query('SET LOCAL synchronous_commit = on')
+      await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.namespace])
+      const { rows: [marker] } = await client.query(`SELECT lo, hi FROM ${this.live}`)
+      const { rows: [mark] } = await client.query(`SELECT fence FROM ${this.table} WHERE digest = '\\x'::bytea FOR UPDATE`)
+      if (mark === undefined) throw new SessionError(codes.ETABLE, `LockManager.request: the name table ${this.table} has lost its row of fencing tokens`)
+      const durable = BigInt(mark.fence)
+      if (marker === undefined || n <= BigInt(marker.lo)) {
+        const { rows: [{ last }] } = await client.query(`SELECT last_value AS last FROM ${this.sequence}`)
+        const base = durable > BigInt(last) ? durable : BigInt(last)
+        const hi = base + BLOCK
+        await client.query(`SELECT setval('${this.sequence.replace(/'/g, "''")}', $1::int8)`, [String(base)])
+        await client.query(`UPDATE ${this.table} SET fence = $1::int8 WHERE digest = '\\x'::bytea`, [String(hi)])
+        await client.query(`TRUNCATE ${this.live}`)
+        await client.query(`INSERT INTO ${this.live} VALUES ($1::int8, $2::int8)`, [String(base), String(hi)])
+      } else if (n > BigInt(marker.hi)) {
+        const hi = (n > durable ? n : durable) + BLOCK
+        await client.query(`UPDATE ${this.table} SET fence = $1::int8 WHERE digest = '\\x'::bytea`, [String(hi)])
+        await client.query(`UPDATE ${this.live} SET hi = $1::int8`, [String(hi)])
+      }
+      await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
       throw err
@@ -170,19 +258,6 @@ class NameTable {
     return key
   }
 
-  /**
-   * Resolves with the next fencing token of `key`. The caller holds the
-   * lock, so the update cannot interleave with another holder's, and it
-   * commits (durably, with the server's synchronous_commit) before the
-   * token is handed out.
-   */
-  async fence (client, key) {
-    const { rows } = await client.query(
-      `UPDATE ${this.table} SET fence = fence + 1 WHERE key = $1 RETURNING fence`, [key])
-    if (rows.length === 0) throw new Error(`the row of lock key ${key} is missing from ${this.table}`)
-    return BigInt(rows[0].fence)
-  }
-
   /** Forgets cached keys, for when the table may have been recreated. */
   reset () {
     this.keys.clear()
@@ -198,10 +273,17 @@ class NameTable {
    */
   lockStatements (mode) {
     const fn = mode === 'shared' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock'
-    const from = `FROM ${this.table} t WHERE t.key = $2 AND t.tableoid = $3::oid`
+    const from = `FROM ${this.table} t WHERE t.key = $2 AND t.tableoid = $3::oid OFFSET 0`
+    const seq = this.sequence.replace(/'/g, "''")
+    // The subquery takes the lock (OFFSET 0 keeps it a subquery of its
+    // own), and only its row makes the outer list run nextval(): the token
+    // is taken once the lock is granted. The marker is read in the same
+    // statement, see token().
     return {
-      lock: `SELECT ${fn}($1::int4, t.key) ${from}`,
-      try: `SELECT pg_try_${fn.slice(3)}($1::int4, t.key) AS ok ${from}`
+      lock: `SELECT true AS ok, nextval('${seq}') AS n, v.lo, v.hi
+               FROM (SELECT ${fn}($1::int4, t.key) AS l ${from}) g LEFT JOIN ${this.live} v ON true`,
+      try: `SELECT g.ok, CASE WHEN g.ok THEN nextval('${seq}') END AS n, v.lo, v.hi
+              FROM (SELECT pg_try_${fn.slice(3)}($1::int4, t.key) AS ok ${from}) g LEFT JOIN ${this.live} v ON true`
     }
   }
 

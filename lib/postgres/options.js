@@ -97,6 +97,11 @@ function parseManager (poolOrConfig, options) {
   if (!/^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/.test(table)) {
     throw new RangeError(`createLockManager: options.table must be a lower-case identifier, optionally schema-qualified, received '${table}'`)
   }
+  // The manager adds `<table>_tokens` and `<table>_live` beside it, which
+  // PostgreSQL would cut to 63 characters.
+  if (table.split('.').pop().length > 56) {
+    throw new RangeError(`createLockManager: options.table must name a table of at most 56 characters (the manager adds ${table.split('.').pop().slice(0, 20)}..._tokens beside it), received '${table}'`)
+  }
   return { pool, config, maxConnections, namespace, table }
 }
 

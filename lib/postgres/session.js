@@ -7,6 +7,7 @@
 // whose state is uncertain (cancelled, failed, lost) is never given back to
 // the pool: it is destroyed, which frees whatever it held or waited for.
 
+const crypto = require('crypto')
 const { SessionError, codes } = require('./errors')
 
 // Settings given once to every connection the manager uses. The server
@@ -172,7 +173,8 @@ class Session {
 
   /** Runs one statement and resolves with its rows. */
   async run (text, values) {
-    const result = await this.client.query(text, values)
+    // A named statement is parsed and planned once per connection.
+    const result = await this.client.query({ name: statementName(text), text, values })
     return result.rows
   }
 
@@ -235,6 +237,18 @@ class Session {
 }
 
 function ignore () {}
+
+const names = new Map()
+
+/** The prepared statement name of `text`: threadlock_ and a digest of it. */
+function statementName (text) {
+  let name = names.get(text)
+  if (name === undefined) {
+    name = `threadlock_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`
+    if (names.size < 1000) names.set(text, name)
+  }
+  return name
+}
 
 function delay (ms) {
   return new Promise((resolve) => setTimeout(resolve, ms).unref())
