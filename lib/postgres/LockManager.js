@@ -24,6 +24,10 @@ const STARTING = 'starting' // taking a slot and a session, finding the key
 const WAITING = 'waiting' // its lock statement runs on the server
 const HELD = 'held'
 
+// How long a clean session stays parked in the manager for the next
+// request before it goes back to the pool.
+const PARK_MS = 1000
+
 class LockManager {
   #pg
   #pool
@@ -32,6 +36,10 @@ class LockManager {
   #queues = new Map()
   #running = new Set()
   #closed = false
+  // Clean sessions parked between requests, newest last, so that a request
+  // need not take a connection from the pool and prepare it (see #park).
+  #idle = []
+  #sweeper = null
 
   /** Use createLockManager(). */
   constructor (pg, pool, ownPool, settings) {
@@ -104,6 +112,7 @@ class LockManager {
   async close (options) {
     const timeout = closeTimeout(options)
     this.#closed = true
+    this.#releaseParked()
     if (timeout !== undefined) {
       const withdrawn = new SessionError(codes.ECLOSED, 'LockManager.close: the lock manager was closed before the lock was granted')
       for (const queue of [...this.#queues.values()]) {
@@ -120,11 +129,13 @@ class LockManager {
         }
         // The requests of those locks settle when their callbacks do; what
         // is left to wait for is their cleanup, which needs no server.
+        this.#releaseParked()
         if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
         return
       }
     }
     while (this.#running.size > 0) await Promise.allSettled([...this.#running])
+    this.#releaseParked()
     if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
   }
 
@@ -197,8 +208,10 @@ class LockManager {
       if (!(await e.ticket.granted)) return
       e.slot = true
       if (e.done) return
-      e.session = await Session.open(this)
-      if (!e.ref) e.session.ref(false)
+      e.session = this.#unpark()
+      if (e.session === null) e.session = await Session.open(this)
+      else if (this.names.ready === null || this.names.oid === null) await this.#prepare(e.session)
+      e.session.ref(e.ref)
       if (e.done) return
       const key = await this.names.keyOf(e.session.client, e.name)
       if (e.done) return
@@ -252,10 +265,74 @@ class LockManager {
       if (e.session !== null) {
         // A session that holds (or may hold) a lock is ended, not reused.
         if (held || e.session.lost.aborted || e.cancelled !== undefined) e.session.destroy()
-        else e.session.release()
+        else this.#park(e.session)
       }
       if (e.slot) this.#slots.give()
     }
+  }
+
+  // Parks a clean session for the next request. Bound: a session is
+  // parked just before its request gives its slot back, and a request that
+  // takes a slot takes a parked session if there is one (synchronously,
+  // #unpark) and opens one only if there is none; so parked sessions never
+  // outnumber free slots, and sessions in use plus parked ones never
+  // exceed maxConnections. Sessions parked for over PARK_MS go back to the
+  // pool, and close() gives back all of them.
+  #park (session) {
+    if (this.#closed || session.dead) {
+      session.release()
+      return
+    }
+    session.park()
+    session.parkedAt = Date.now()
+    this.#idle.push(session)
+    if (this.#sweeper === null) {
+      this.#sweeper = setInterval(() => {
+        const cutoff = Date.now() - PARK_MS
+        const keep = []
+        for (const s of this.#idle) {
+          if (s.parkedAt >= cutoff && !s.dead) keep.push(s)
+          else s.release()
+        }
+        this.#idle = keep
+        if (keep.length === 0) this.#stopSweeper()
+      }, PARK_MS)
+      this.#sweeper.unref()
+    }
+  }
+
+  // Prepares the name table again (after reset()) on a parked session.
+  async #prepare (session) {
+    try {
+      await this.names.ensure(session.client)
+    } catch (err) {
+      if (err instanceof SessionError) throw err
+      throw new SessionError(codes.ECONNECT, `LockManager.request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
+    }
+  }
+
+  // Takes the newest parked session that did not fail, or returns null.
+  #unpark () {
+    while (this.#idle.length > 0) {
+      const session = this.#idle.pop()
+      if (session.dead) {
+        session.destroy()
+        continue
+      }
+      session.lend()
+      return session
+    }
+    return null
+  }
+
+  #releaseParked () {
+    for (const s of this.#idle.splice(0)) s.release()
+    this.#stopSweeper()
+  }
+
+  #stopSweeper () {
+    if (this.#sweeper !== null) clearInterval(this.#sweeper)
+    this.#sweeper = null
   }
 
   // Releases a lock; resolves with whether the session is clean again.

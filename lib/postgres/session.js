@@ -102,6 +102,10 @@ class Session {
     this.client = client
     this.controller = new AbortController()
     this.released = false
+    // Lent to a request (true) or parked in the manager between requests
+    // (false, see LockManager#park); a parked session that fails is dead.
+    this.lent = true
+    this.dead = false
     this.watching = false
     this.beat = null
     // A connection error or its end while the session is lent out means
@@ -162,7 +166,28 @@ class Session {
   /** Aborts when the session ends while it is lent out. */
   get lost () { return this.controller.signal }
 
+  /** Lends a parked session to a new request, with a signal of its own. */
+  lend () {
+    this.controller = new AbortController()
+    this.lent = true
+  }
+
+  /**
+   * Parks a clean session (it holds nothing) in the manager between
+   * requests: it does not keep the process alive, and a failure then marks
+   * it dead instead of aborting the signal of the lock it held last.
+   */
+  park () {
+    this.unwatch()
+    this.lent = false
+    this.ref(false)
+  }
+
   #lose (err) {
+    if (!this.lent) {
+      this.dead = true
+      return
+    }
     if (this.released || this.controller.signal.aborted) return
     const reason = new SessionError(codes.ELOCKLOST, `the PostgreSQL session ended: ${err.message}`, { cause: err })
     this.controller.abort(reason)
