@@ -156,8 +156,12 @@ class NameTable {
   // earlier version, which kept a counter per name in `fence`, starts the
   // mark above all of them; a new mark row empties the marker.
   async #createTokens (client, version) {
-    await client.query(`CREATE ${version >= 150000 ? 'UNLOGGED ' : ''}SEQUENCE IF NOT EXISTS ${this.sequence}`)
-    await client.query(`CREATE UNLOGGED TABLE IF NOT EXISTS ${this.live} (lo bigint NOT NULL, hi bigint NOT NULL)`)
+    // Created only when missing, so that a role without CREATE on the
+    // schema can use objects an administrator made.
+    const { rows: [have] } = await client.query(
+      'SELECT to_regclass($1) IS NOT NULL AS sequence, to_regclass($2) IS NOT NULL AS live', [this.sequence, this.live])
+    if (!have.sequence) await client.query(`CREATE ${version >= 150000 ? 'UNLOGGED ' : ''}SEQUENCE IF NOT EXISTS ${this.sequence}`)
+    if (!have.live) await client.query(`CREATE UNLOGGED TABLE IF NOT EXISTS ${this.live} (lo bigint NOT NULL, hi bigint NOT NULL)`)
     const { rows } = await client.query(
       `INSERT INTO ${this.table} (digest, name, fence)
        SELECT '\\x'::bytea, '', coalesce(max(fence), 0) FROM ${this.table}
