@@ -29,7 +29,7 @@ describe('threadlock/postgres: name tables', function () {
   after(async () => {
     for (const m of managers.splice(0)) await m.close()
     if (pool === undefined) return
-    for (const t of tables.splice(0)) await pool.query(`DROP TABLE IF EXISTS ${t}`)
+    for (const t of tables.splice(0)) await pool.query(`DROP TABLE IF EXISTS ${t}, ${t}_live; DROP SEQUENCE IF EXISTS ${t}_tokens`)
     await pool.end()
   })
 
