@@ -56,7 +56,10 @@ export interface LockManagerOptions {
    * one per held lock and one per request waiting on the server. Requests
    * beyond it wait in the process, first come first served, and an abort
    * takes them out. A manager that creates its own pool opens at most one
-   * more connection, for query(). Default 10. From 1 to 10000.
+   * more connection, for query(). Default 10. From 1 to 10000. With a
+   * pg.Pool passed in, at most the pool's `max - 1` (the default is lowered
+   * to it, a larger value throws a RangeError, and so does a pool of max 1),
+   * so that the callbacks' own queries on that pool always get a connection.
    */
   maxConnections?: number
   /**
@@ -71,6 +74,16 @@ export interface LockManagerOptions {
    * schema-qualified. Default `'threadlock_locks'`.
    */
   table?: string
+}
+
+/** Options of {@link LockManager.close}. */
+export interface CloseOptions {
+  /**
+   * Milliseconds to wait for held locks' callbacks (0 or more, `Infinity`
+   * allowed) before their sessions are ended. Given at all, it also
+   * withdraws every request not yet granted at once.
+   */
+  timeout?: number
 }
 
 /**
@@ -113,7 +126,7 @@ export declare class Lock {
 }
 
 /** The stable codes of a {@link SessionError}. */
-export type SessionErrorCode = 'ECONNECT' | 'EWAITLOST' | 'ELOCKLOST' | 'ECLOSED'
+export type SessionErrorCode = 'ECONNECT' | 'EWAITLOST' | 'ELOCKLOST' | 'ECLOSED' | 'ETABLE'
 
 /** An error of the connection to the server; tell the cases apart by `code`. */
 export declare class SessionError extends Error {
@@ -122,7 +135,9 @@ export declare class SessionError extends Error {
   /**
    * `ECONNECT`: no session could be opened; `EWAITLOST`: the session ended
    * while the request waited (nothing is held); `ELOCKLOST`: the session
-   * ended while the lock was held; `ECLOSED`: the manager was closed.
+   * ended while the lock was held; `ECLOSED`: the manager was closed;
+   * `ETABLE`: the name table cannot serve the request (another table serves
+   * its namespace, or it was dropped or created again while in use).
    */
   readonly code: SessionErrorCode
   /** The error of node-postgres or of the server, when there is one. */
@@ -152,9 +167,12 @@ export declare class LockManager {
   /**
    * Refuses new requests, waits until every request made so far has
    * settled, then ends the pool if the manager created it (a pool passed
-   * in stays open).
+   * in stays open). With `options.timeout`, requests not yet granted are
+   * withdrawn at once (they reject with `ECLOSED`), and locks whose
+   * callbacks have not settled when the timeout runs out are released by
+   * ending their sessions (their signals abort with `ECLOSED`).
    */
-  close (): Promise<void>
+  close (options?: CloseOptions): Promise<void>
   /** The pool the manager takes its sessions from. */
   readonly pool: PoolLike
 }

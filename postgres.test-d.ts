@@ -45,3 +45,9 @@ expectType<'ECONNECT'>(codes.ECONNECT)
 expectType<Promise<number>>(manager.request('n', { timeout: 100, mode: 'shared' }, () => 1))
 expectError(manager.request('n', { timeout: '100' }, () => 1))
 expectType<LockErrorCode>(new LockError('ETIMEDOUT').code)
+
+// close() takes an optional timeout.
+expectType<Promise<void>>(manager.close())
+expectType<Promise<void>>(manager.close({ timeout: 1000 }))
+expectType<Promise<void>>(manager.close({ timeout: Infinity }))
+expectError(manager.close({ timeout: '1s' }))

@@ -2,7 +2,7 @@
 # A PostgreSQL server for the tests of threadlock/postgres.
 #
 #   bash .ci/postgres.sh start   installs Debian's postgresql package when it
-#                                is missing, starts a cluster listening on
+#                                is missing (and nftables, as root), starts a cluster listening on
 #                                127.0.0.1, creates the role and database of
 #                                the tests, and prints the URL to use (only
 #                                the URL goes to stdout; progress to stderr)
@@ -37,11 +37,21 @@ first_cluster() {
 }
 
 start() {
+  # postgresql, and nftables for the tests that cut a connection
+  # (test/postgres-partition.test.js), which run wherever the server tests
+  # are required.
+  local missing=()
   if ! command -v pg_ctlcluster >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
-    say "installing Debian's postgresql package"
+    missing+=(postgresql)
+  fi
+  if ! command -v nft >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    missing+=(nftables)
+  fi
+  if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing Debian's ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update >&2
-    apt-get install -y postgresql >&2
+    apt-get install -y "${missing[@]}" >&2
   fi
   local version name port status
   read -r version name port status <<<"$(first_cluster)" || true

@@ -72,7 +72,8 @@ describe('threadlock/postgres: bad input', function () {
       [{ maxConnections: 1.5 }, RangeError, 'createLockManager: options.maxConnections must be an integer from 1 to 10000, received 1.5'],
       [{ namespace: 2 ** 31 }, RangeError, 'createLockManager: options.namespace must be an integer from -2147483648 to 2147483647, received 2147483648'],
       [{ table: 5 }, TypeError, 'createLockManager: options.table must be a string, received type number'],
-      [{ table: 'Locks; DROP TABLE x' }, RangeError, "createLockManager: options.table must be a lower-case identifier, optionally schema-qualified, received 'Locks; DROP TABLE x'"]
+      [{ table: 'Locks; DROP TABLE x' }, RangeError, "createLockManager: options.table must be a lower-case identifier, optionally schema-qualified, received 'Locks; DROP TABLE x'"],
+      [{ table: 'a'.repeat(57) }, RangeError, `createLockManager: options.table must name a table of at most 56 characters (the manager adds ${'a'.repeat(20)}..._tokens beside it), received '${'a'.repeat(57)}'`]
     ]
     for (const [options, Class, message] of optionCases) {
       it(`options ${JSON.stringify(options)}`, () => {

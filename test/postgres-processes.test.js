@@ -9,6 +9,7 @@ const assert = require('assert')
 const pg = require('pg')
 const { createLockManager } = require('../postgres')
 const { config, needServer, unique, child, serverLocks } = require('./fixtures/pg-env')
+const { until } = require('./fixtures/threads')
 
 const COUNTER = 'threadlock_test_counter'
 
@@ -143,6 +144,32 @@ describe('threadlock/postgres across processes', function () {
     assert.strictEqual(settled.code, 'ELOCKLOST')
     waiter.send('release')
     assert.strictEqual((await waiter.next('settled')).ok, true)
+  })
+
+  it('a holder stopped by SIGSTOP keeps its lock while stopped (the kernel answers for it); pg_terminate_backend of its clientId frees it, and its signal fires once it runs again', async function () {
+    this.timeout(60000)
+    const name = unique('sigstop')
+    const holder = child({ task: 'hold', name })
+    await holder.next('granted')
+    const other = createLockManager(config())
+    try {
+      holder.kill('SIGSTOP')
+      // Longer than the liveness check (10 s) and the server's keepalive
+      // idle time (30 s) would need to act, had the process vanished.
+      await new Promise((resolve) => setTimeout(resolve, 35000))
+      assert.strictEqual(await other.request(name, { ifAvailable: true }, (l) => l !== null), false)
+      const clientId = (await other.query()).held.find((l) => l.name === name).clientId
+      await pool.query('SELECT pg_terminate_backend($1::int)', [clientId])
+      const lost = holder.next('lost')
+      await until(() => other.request(name, { ifAvailable: true }, (l) => l !== null), 'the lock is free after pg_terminate_backend', 10000)
+      holder.kill('SIGCONT')
+      assert.strictEqual((await lost).code, 'ELOCKLOST')
+      holder.send('release')
+      assert.strictEqual((await holder.next('settled')).code, 'ELOCKLOST')
+    } finally {
+      holder.kill('SIGCONT')
+      await other.close()
+    }
   })
 
   it('shared mode across processes: readers hold together, a writer holds alone', async () => {

@@ -9,7 +9,7 @@
 // ones wait here, without a connection. Across processes the server's lock
 // queue decides, and it is first come, first served.
 
-const { parseRequest } = require('./options')
+const { parseRequest, describe } = require('./options')
 const { requestTimer, timeoutRequestError } = require('../requestOptions')
 const { SessionError, codes, endsSession } = require('./errors')
 const { SQL } = require('./advisory')
@@ -24,6 +24,10 @@ const STARTING = 'starting' // taking a slot and a session, finding the key
 const WAITING = 'waiting' // its lock statement runs on the server
 const HELD = 'held'
 
+// How long a clean session stays parked in the manager for the next
+// request before it goes back to the pool.
+const PARK_MS = 1000
+
 class LockManager {
   #pg
   #pool
@@ -32,6 +36,10 @@ class LockManager {
   #queues = new Map()
   #running = new Set()
   #closed = false
+  // Clean sessions parked between requests, newest last, so that a request
+  // need not take a connection from the pool and prepare it (see #park).
+  #idle = []
+  #sweeper = null
 
   /** Use createLockManager(). */
   constructor (pg, pool, ownPool, settings) {
@@ -94,12 +102,56 @@ class LockManager {
 
   /**
    * Refuses new requests, waits until every request made so far has
-   * settled, and ends the pool if the manager created it.
+   * settled, and ends the pool if the manager created it. With
+   * `options.timeout` (milliseconds, Infinity allowed), the requests not
+   * yet granted are withdrawn at once (they reject with ECLOSED and leave
+   * the server's queue), and the locks still held when the timeout runs
+   * out are released by ending their sessions: their signals abort with
+   * ECLOSED, and their requests reject with it once the callbacks settle.
    */
-  async close () {
+  async close (options) {
+    const timeout = closeTimeout(options)
     this.#closed = true
+    this.#releaseParked()
+    if (timeout !== undefined) {
+      const withdrawn = new SessionError(codes.ECLOSED, 'LockManager.close: the lock manager was closed before the lock was granted')
+      for (const queue of [...this.#queues.values()]) {
+        for (const e of [...queue]) {
+          if (e.state !== HELD) this.#abort(e, withdrawn)
+        }
+      }
+      if (timeout !== Infinity && !(await this.#settledWithin(timeout))) {
+        const ended = new SessionError(codes.ECLOSED, `LockManager.close: the lock manager was closed and its timeout of ${timeout} ms ran out before the callback settled: the lock was released`)
+        for (const queue of [...this.#queues.values()]) {
+          for (const e of queue) {
+            if (e.state === HELD && e.session !== null) e.session.end(ended)
+          }
+        }
+        // The requests of those locks settle when their callbacks do; what
+        // is left to wait for is their cleanup, which needs no server.
+        this.#releaseParked()
+        if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
+        return
+      }
+    }
     while (this.#running.size > 0) await Promise.allSettled([...this.#running])
+    this.#releaseParked()
     if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
+  }
+
+  // Resolves with whether every request settled within `ms`.
+  async #settledWithin (ms) {
+    let timer
+    const expired = new Promise((resolve) => { timer = setTimeout(resolve, ms, false) })
+    const settled = (async () => {
+      while (this.#running.size > 0) await Promise.allSettled([...this.#running])
+      return true
+    })()
+    try {
+      return await Promise.race([settled, expired])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   // Starts the first request of `name` that is not held, if it waits here.
@@ -156,34 +208,45 @@ class LockManager {
       if (!(await e.ticket.granted)) return
       e.slot = true
       if (e.done) return
-      e.session = await Session.open(this)
-      if (!e.ref) e.session.ref(false)
+      e.session = this.#unpark()
+      if (e.session === null) e.session = await Session.open(this)
+      else if (this.names.ready === null || this.names.oid === null) await this.#prepare(e.session)
+      e.session.ref(e.ref)
       if (e.done) return
       const key = await this.names.keyOf(e.session.client, e.name)
       if (e.done) return
       const sql = SQL[e.mode]
+      const take = this.names.lockStatements(e.mode)
+      let granted
+      const oid = this.names.oid
       if (e.ifAvailable) {
-        const [{ ok }] = await e.session.run(sql.try, [this.namespace, key])
-        if (!ok) {
+        const rows = await e.session.run(take.try, [this.namespace, key, oid])
+        if (rows.length === 0) throw this.#recreated(e)
+        granted = rows[0]
+        if (!granted.ok) {
           this.#retire(e)
           settle(e, () => e.callback(null))
           return
         }
       } else {
         e.state = WAITING
-        e.running = e.session.run(sql.lock, [this.namespace, key])
-        await e.running
+        e.running = e.session.run(take.lock, [this.namespace, key, oid])
+        const rows = await e.running
         e.running = null
+        if (rows.length === 0) throw this.#recreated(e)
+        granted = rows[0]
       }
       held = true
       if (e.done) return
-      const token = await this.names.fence(e.session.client, key)
+      const token = await this.names.token(e.session.client, granted)
       if (e.done) return
       e.state = HELD
       e.stopTimer()
       if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
       this.#pump(e.name)
+      e.session.watch()
       const outcome = await run(e.callback, createLock(e.name, e.mode, token, e.session.lost))
+      e.session.unwatch()
       // The lock is released before the request settles, as in Web Locks.
       const lost = e.session.lost.aborted
       if (!lost) held = !(await this.#unlock(e.session, sql.unlock, key))
@@ -202,10 +265,74 @@ class LockManager {
       if (e.session !== null) {
         // A session that holds (or may hold) a lock is ended, not reused.
         if (held || e.session.lost.aborted || e.cancelled !== undefined) e.session.destroy()
-        else e.session.release()
+        else this.#park(e.session)
       }
       if (e.slot) this.#slots.give()
     }
+  }
+
+  // Parks a clean session for the next request. Bound: a session is
+  // parked just before its request gives its slot back, and a request that
+  // takes a slot takes a parked session if there is one (synchronously,
+  // #unpark) and opens one only if there is none; so parked sessions never
+  // outnumber free slots, and sessions in use plus parked ones never
+  // exceed maxConnections. Sessions parked for over PARK_MS go back to the
+  // pool, and close() gives back all of them.
+  #park (session) {
+    if (this.#closed || session.dead) {
+      session.release()
+      return
+    }
+    session.park()
+    session.parkedAt = Date.now()
+    this.#idle.push(session)
+    if (this.#sweeper === null) {
+      this.#sweeper = setInterval(() => {
+        const cutoff = Date.now() - PARK_MS
+        const keep = []
+        for (const s of this.#idle) {
+          if (s.parkedAt >= cutoff && !s.dead) keep.push(s)
+          else s.release()
+        }
+        this.#idle = keep
+        if (keep.length === 0) this.#stopSweeper()
+      }, PARK_MS)
+      this.#sweeper.unref()
+    }
+  }
+
+  // Prepares the name table again (after reset()) on a parked session.
+  async #prepare (session) {
+    try {
+      await this.names.ensure(session.client)
+    } catch (err) {
+      if (err instanceof SessionError) throw err
+      throw new SessionError(codes.ECONNECT, `LockManager.request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
+    }
+  }
+
+  // Takes the newest parked session that did not fail, or returns null.
+  #unpark () {
+    while (this.#idle.length > 0) {
+      const session = this.#idle.pop()
+      if (session.dead) {
+        session.destroy()
+        continue
+      }
+      session.lend()
+      return session
+    }
+    return null
+  }
+
+  #releaseParked () {
+    for (const s of this.#idle.splice(0)) s.release()
+    this.#stopSweeper()
+  }
+
+  #stopSweeper () {
+    if (this.#sweeper !== null) clearInterval(this.#sweeper)
+    this.#sweeper = null
   }
 
   // Releases a lock; resolves with whether the session is clean again.
@@ -218,16 +345,41 @@ class LockManager {
     }
   }
 
+  // The name table is not the one whose keys this manager knows: the next
+  // request prepares it again.
+  #recreated (e) {
+    this.names.reset()
+    return new SessionError(codes.ETABLE,
+      `LockManager.request: the name table ${this.names.table} was dropped and created again while in use; lock ${JSON.stringify(e.name)} was not taken (the next request reads the new table)`)
+  }
+
   // The error a failed request rejects with.
   #explain (e, err) {
     if (err instanceof SessionError) return err
-    if (err && err.code === '42P01') this.names.reset()
+    if (err && err.code === '42P01') {
+      this.names.reset()
+      return new SessionError(codes.ETABLE,
+        `LockManager.request: the name table ${this.names.table} is missing (dropped while in use?); lock ${JSON.stringify(e.name)} was not taken: ${err.message}`, { cause: err })
+    }
     if (e.session !== null && (e.session.lost.aborted || endsSession(err))) {
       return new SessionError(codes.EWAITLOST,
         `LockManager.request: the PostgreSQL session ended while requesting lock ${JSON.stringify(e.name)}: ${err.message}`, { cause: err })
     }
     return err
   }
+}
+
+// Checks close()'s options; returns the timeout, or undefined for none.
+function closeTimeout (options) {
+  if (options === undefined) return undefined
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`LockManager.close: options must be an object, received ${describe(options)}`)
+  }
+  const t = options.timeout
+  if (t === undefined) return undefined
+  if (typeof t !== 'number') throw new TypeError(`LockManager.close: options.timeout must be a number of milliseconds, received ${describe(t)}`)
+  if (!(t >= 0)) throw new RangeError(`LockManager.close: options.timeout must be 0 or more (Infinity allowed), received ${t}`)
+  return t
 }
 
 // Whether an ifAvailable request could be granted as far as this manager

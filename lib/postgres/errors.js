@@ -16,7 +16,11 @@ const codes = Object.freeze({
   // with it once the callback has settled.
   ELOCKLOST: 'ELOCKLOST',
   // The manager was closed.
-  ECLOSED: 'ECLOSED'
+  ECLOSED: 'ECLOSED',
+  // The name table cannot serve the request: another table serves its
+  // namespace, it serves another namespace, or it was dropped or created
+  // again while in use. Nothing is held.
+  ETABLE: 'ETABLE'
 })
 
 const SessionError = codedErrorClass('SessionError', codes)

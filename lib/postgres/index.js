@@ -41,6 +41,10 @@ function createLockManager (poolOrConfig, options) {
       // A half-open connection is noticed by TCP keepalive: see the README.
       keepAlive: true,
       keepAliveInitialDelayMillis: 10000,
+      // A server that does not answer (unreachable, or packets dropped)
+      // fails a request with ECONNECT after 10 s instead of the system's
+      // connect timeout of about two minutes.
+      connectionTimeoutMillis: 10000,
       allowExitOnIdle: true,
       ...settings.config,
       // One session per held or waiting request, and one for query().

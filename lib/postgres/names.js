@@ -17,8 +17,13 @@
 // stored as-is looks like an escaped one.
 
 const crypto = require('crypto')
+const { SessionError, codes } = require('./errors')
 
 const CACHE_LIMIT = 10000
+
+// How far the durable mark of fencing tokens moves ahead at a time: one
+// durable commit per BLOCK grants (see NameTable.token()).
+const BLOCK = 10000n
 
 function quoteIdent (qualified) {
   return qualified.split('.').map((part) => `"${part}"`).join('.')
@@ -45,39 +50,187 @@ class NameTable {
     this.namespace = namespace
     this.keys = new Map()
     this.ready = null
+    // The OID of the table that `keys` came from (set by ensure()).
+    this.oid = null
+    // The table's claim of its namespace, its comment (see #create).
+    this.claim = `threadlock/postgres: the lock names of namespace ${namespace}`
+    // The fencing tokens' sequence and its unlogged marker (see token()).
+    this.sequence = quoteIdent(`${table}_tokens`)
+    this.live = quoteIdent(`${table}_live`)
   }
 
   /**
-   * Creates the table if it is missing, once per manager, and resolves with
-   * the server's version number (server_version_num).
+   * Creates the table if it is missing and checks that it may serve this
+   * namespace, once per manager (again after reset()), and resolves with
+   * the server's version number (server_version_num). `queryable` is a
+   * client or a pool.
    */
-  ensure (client) {
+  ensure (queryable) {
     if (this.ready === null) {
-      this.ready = this.#create(client)
+      this.ready = this.#prepare(queryable)
       // A failure (server down) is retried by the next request.
       this.ready.catch(() => { this.ready = null })
     }
     return this.ready
   }
 
-  async #create (client) {
-    const { rows } = await client.query(
-      "SELECT to_regclass($1) IS NOT NULL AS present, current_setting('server_version_num')::int AS version",
-      [this.regclass])
-    if (!rows[0].present) {
-      // Two clients creating the table at once would collide in the
-      // catalog: creation is serialized by the advisory lock (namespace, 0),
-      // which no name uses. Both statements run in one implicit transaction,
-      // which ends the transaction-level lock.
-      await client.query(`SELECT pg_advisory_xact_lock(${this.namespace}, 0);
-        CREATE TABLE IF NOT EXISTS ${this.table} (
-          key integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-          digest bytea NOT NULL UNIQUE,
-          name text NOT NULL,
-          fence bigint NOT NULL DEFAULT 0
-        )`)
+  async #prepare (queryable) {
+    if (typeof queryable.connect !== 'function' || !('totalCount' in queryable)) return this.#create(queryable)
+    const client = await queryable.connect()
+    let failed = null
+    try {
+      return await this.#create(client)
+    } catch (err) {
+      failed = err
+      throw err
+    } finally {
+      client.release(failed !== null && !(failed instanceof SessionError) ? failed : undefined)
     }
-    return rows[0].version
+  }
+
+  // Keys are numbered per table, so that two tables serving one namespace
+  // would give two names one advisory lock: each table claims its
+  // namespace with its comment, and a table whose namespace another table
+  // claims is refused. A table is created only while no lock of the
+  // namespace is held or awaited: such a lock belongs to a table that was
+  // dropped while in use, whose keys the new table would give to other
+  // names. Every step runs in one transaction under the advisory lock
+  // (namespace, 0), which no name uses, so that two clients preparing at
+  // once are serialized.
+  async #create (client) {
+    await client.query('BEGIN')
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.namespace])
+      const look = "SELECT to_regclass($1)::oid AS oid, current_setting('server_version_num')::int AS version"
+      let { rows: [found] } = await client.query(look, [this.regclass])
+      const { rows: claims } = await client.query(
+        `SELECT c.oid, c.oid::regclass::text AS name, d.description, pg_has_role(c.relowner, 'MEMBER') AS owned
+           FROM pg_class c LEFT JOIN pg_description d
+             ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0
+          WHERE c.oid = $1::oid OR d.description = $2`, [found.oid, this.claim])
+      const other = claims.find((r) => r.oid !== found.oid)
+      if (other !== undefined) {
+        throw new SessionError(codes.ETABLE, `LockManager.request: namespace ${this.namespace} is served by the name table ${other.name}, and ${this.table} would give its keys to other names: give each name table a namespace of its own (options.namespace)`)
+      }
+      if (found.oid === null) {
+        const { rows: [{ n }] } = await client.query(
+          `SELECT count(*)::int AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::int8::oid AND objid <> 0
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, [this.namespace >>> 0])
+        if (n > 0) {
+          throw new SessionError(codes.ETABLE, `LockManager.request: the name table ${this.table} is missing while ${n} lock(s) of namespace ${this.namespace} are held or awaited: it was dropped while in use, and a new table would give their keys to other names; it is created again once they are released`)
+        }
+        await client.query(`CREATE TABLE ${this.table} (
+            key integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            digest bytea NOT NULL UNIQUE,
+            name text NOT NULL,
+            fence bigint NOT NULL DEFAULT 0
+          )`)
+        await client.query(`COMMENT ON TABLE ${this.table} IS '${this.claim}'`)
+        found = (await client.query(look, [this.regclass])).rows[0]
+      }
+      const own = claims.find((r) => r.oid === found.oid)
+      const description = own === undefined ? null : own.description
+      if (description !== null && description.startsWith('threadlock/postgres: ') && description !== this.claim) {
+        throw new SessionError(codes.ETABLE, `LockManager.request: the name table ${this.table} serves another namespace (its comment: '${description}'), not ${this.namespace}: give each name table a namespace of its own`)
+      }
+      // A table made by an earlier version, or by another role, is claimed
+      // by its owner's first manager.
+      if (description === null && own !== undefined && own.owned) {
+        await client.query(`COMMENT ON TABLE ${this.table} IS '${this.claim}'`)
+      }
+      await this.#createTokens(client, found.version)
+      await client.query('COMMIT')
+      this.oid = found.oid
+      return found.version
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    }
+  }
+
+  // The objects of the fencing tokens (see token()): the sequence, unlogged
+  // from PostgreSQL 15 on (it then writes no WAL), the unlogged marker, and
+  // the durable high mark, a row of the name table with an empty digest
+  // (no name has one) whose `fence` is the mark. A table made by an
+  // earlier version, which kept a counter per name in `fence`, starts the
+  // mark above all of them; a new mark row empties the marker.
+  async #createTokens (client, version) {
+    // Created only when missing, so that a role without CREATE on the
+    // schema can use objects an administrator made.
+    const { rows: [have] } = await client.query(
+      'SELECT to_regclass($1) IS NOT NULL AS sequence, to_regclass($2) IS NOT NULL AS live', [this.sequence, this.live])
+    if (!have.sequence) await client.query(`CREATE ${version >= 150000 ? 'UNLOGGED ' : ''}SEQUENCE IF NOT EXISTS ${this.sequence}`)
+    if (!have.live) await client.query(`CREATE UNLOGGED TABLE IF NOT EXISTS ${this.live} (lo bigint NOT NULL, hi bigint NOT NULL)`)
+    const { rows } = await client.query(
+      `INSERT INTO ${this.table} (digest, name, fence)
+       SELECT '\\x'::bytea, '', coalesce(max(fence), 0) FROM ${this.table}
+       ON CONFLICT (digest) DO NOTHING RETURNING fence`)
+    if (rows.length > 0) await client.query(`TRUNCATE ${this.live}`)
+  }
+
+  /**
+   * The fencing token of a grant, from the row of a lock statement
+   * ({ n, lo, hi }), on the session `client` that holds the lock.
+   *
+   * Tokens come from one sequence per table, taken in the lock statement
+   * after the lock is granted (the statement's subquery takes the lock
+   * before its outer list calls nextval()), so a grant's token is greater
+   * than every token taken before the previous holder released: strictly
+   * increasing per name, across every client. A sequence is not durable
+   * per value (a crash can take it back), so a value is handed out only
+   * below a durable high mark: the unlogged marker (lo, hi) says that
+   * values in (lo, hi] are covered. Invariants:
+   *   1. the marker's hi is written only in a transaction that writes the
+   *      same mark to the name table with synchronous_commit = on, which is
+   *      flushed before it is visible; so a visible marker's hi is on disk
+   *      and every token handed out is at most the durable mark;
+   *   2. a crash empties the unlogged marker (and may take the sequence
+   *      back); the next grant finds no marker and sets the sequence to
+   *      the durable mark, or to its own value if higher, with lo there:
+   *      every later token is above every earlier one;
+   *   3. the mark is moved BLOCK ahead at a time, so one durable commit
+   *      covers BLOCK grants, and a crash skips at most that many values.
+   * The slow path runs under the advisory lock (namespace, 0), as table
+   * creation does, so two sessions never move the mark at once.
+   */
+  async token (client, row) {
+    for (let pass = 0; ; pass++) {
+      if (row.n !== null && row.lo !== null && BigInt(row.n) > BigInt(row.lo) && BigInt(row.n) <= BigInt(row.hi)) return BigInt(row.n)
+      if (pass === 5) throw new Error(`could not take a fencing token from ${this.sequence}`)
+      await this.#extend(client, row.n === null ? 0n : BigInt(row.n))
+      row = (await client.query(`SELECT nextval('${this.sequence.replace(/'/g, "''")}') AS n, v.lo, v.hi FROM (SELECT 1) x LEFT JOIN ${this.live} v ON true`)).rows[0]
+    }
+  }
+
+  // Moves the durable mark above `n`, or sets the marker up after a crash.
+  async #extend (client, n) {
+    await client.query('BEGIN')
+    try {
+      await client.query('SET LOCAL synchronous_commit = on')
+      await client.query('SELECT pg_advisory_xact_lock($1::int4, 0)', [this.namespace])
+      const { rows: [marker] } = await client.query(`SELECT lo, hi FROM ${this.live}`)
+      const { rows: [mark] } = await client.query(`SELECT fence FROM ${this.table} WHERE digest = '\\x'::bytea FOR UPDATE`)
+      if (mark === undefined) throw new SessionError(codes.ETABLE, `LockManager.request: the name table ${this.table} has lost its row of fencing tokens`)
+      const durable = BigInt(mark.fence)
+      if (marker === undefined || n <= BigInt(marker.lo)) {
+        const { rows: [{ last }] } = await client.query(`SELECT last_value AS last FROM ${this.sequence}`)
+        const base = durable > BigInt(last) ? durable : BigInt(last)
+        const hi = base + BLOCK
+        await client.query(`SELECT setval('${this.sequence.replace(/'/g, "''")}', $1::int8)`, [String(base)])
+        await client.query(`UPDATE ${this.table} SET fence = $1::int8 WHERE digest = '\\x'::bytea`, [String(hi)])
+        await client.query(`TRUNCATE ${this.live}`)
+        await client.query(`INSERT INTO ${this.live} VALUES ($1::int8, $2::int8)`, [String(base), String(hi)])
+      } else if (n > BigInt(marker.hi)) {
+        const hi = (n > durable ? n : durable) + BLOCK
+        await client.query(`UPDATE ${this.table} SET fence = $1::int8 WHERE digest = '\\x'::bytea`, [String(hi)])
+        await client.query(`UPDATE ${this.live} SET hi = $1::int8`, [String(hi)])
+      }
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    }
   }
 
   /** Resolves with the advisory-lock key of `name`, adding it if missing. */
@@ -109,23 +262,33 @@ class NameTable {
     return key
   }
 
-  /**
-   * Resolves with the next fencing token of `key`. The caller holds the
-   * lock, so the update cannot interleave with another holder's, and it
-   * commits (durably, with the server's synchronous_commit) before the
-   * token is handed out.
-   */
-  async fence (client, key) {
-    const { rows } = await client.query(
-      `UPDATE ${this.table} SET fence = fence + 1 WHERE key = $1 RETURNING fence`, [key])
-    if (rows.length === 0) throw new Error(`the row of lock key ${key} is missing from ${this.table}`)
-    return BigInt(rows[0].fence)
-  }
-
   /** Forgets cached keys, for when the table may have been recreated. */
   reset () {
     this.keys.clear()
     this.ready = null
+    this.oid = null
+  }
+
+  /**
+   * The statements that take the lock of a key, by mode: they take it only
+   * if the key's row is in the table this manager prepared (its OID), so
+   * that a key of a table dropped and created again (where it may belong
+   * to another name) is never locked; they return no row then.
+   */
+  lockStatements (mode) {
+    const fn = mode === 'shared' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock'
+    const from = `FROM ${this.table} t WHERE t.key = $2 AND t.tableoid = $3::oid OFFSET 0`
+    const seq = this.sequence.replace(/'/g, "''")
+    // The subquery takes the lock (OFFSET 0 keeps it a subquery of its
+    // own), and only its row makes the outer list run nextval(): the token
+    // is taken once the lock is granted. The marker is read in the same
+    // statement, see token().
+    return {
+      lock: `SELECT true AS ok, nextval('${seq}') AS n, v.lo, v.hi
+               FROM (SELECT ${fn}($1::int4, t.key) AS l ${from}) g LEFT JOIN ${this.live} v ON true`,
+      try: `SELECT g.ok, CASE WHEN g.ok THEN nextval('${seq}') END AS n, v.lo, v.hi
+              FROM (SELECT pg_try_${fn.slice(3)}($1::int4, t.key) AS ok ${from}) g LEFT JOIN ${this.live} v ON true`
+    }
   }
 
   /** The query() rows: every advisory lock of this namespace and database. */

@@ -64,9 +64,27 @@ function parseManager (poolOrConfig, options) {
     throw new TypeError(`createLockManager: options must be an object, received ${describe(options)}`)
   }
   const o = options == null ? {} : options
-  const maxConnections = o.maxConnections === undefined
+  let maxConnections = o.maxConnections === undefined
     ? DEFAULTS.maxConnections
     : checkInteger('maxConnections', o.maxConnections, 1, 10000)
+  // A pool the user passes also serves the callbacks' own queries (the
+  // fencing example of docs/api.md writes through it) and query(). If the
+  // manager's sessions could take every connection, callbacks holding all
+  // of them would wait for a connection for ever: the manager leaves one
+  // at least, and a pool of one connection is refused.
+  if (pool !== null) {
+    const poolMax = pool.options && Number.isInteger(pool.options.max) ? pool.options.max : null
+    if (poolMax !== null) {
+      if (poolMax < 2) {
+        throw new RangeError(`createLockManager: the pg.Pool has max ${poolMax}: the manager needs one connection per held lock and leaves one at least for the callbacks' own queries and query(), so the pool needs max 2 or more (or pass a configuration and let the manager make its own pool)`)
+      }
+      if (o.maxConnections === undefined) {
+        maxConnections = Math.min(maxConnections, poolMax - 1)
+      } else if (maxConnections >= poolMax) {
+        throw new RangeError(`createLockManager: options.maxConnections (${maxConnections}) must be less than the pg.Pool's max (${poolMax}): one connection at least is left for the callbacks' own queries and query(), or callbacks holding every connection wait for one for ever`)
+      }
+    }
+  }
   const namespace = o.namespace === undefined
     ? DEFAULTS.namespace
     : checkInteger('namespace', o.namespace, -0x80000000, 0x7fffffff)
@@ -78,6 +96,11 @@ function parseManager (poolOrConfig, options) {
   // without surprises.
   if (!/^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/.test(table)) {
     throw new RangeError(`createLockManager: options.table must be a lower-case identifier, optionally schema-qualified, received '${table}'`)
+  }
+  // The manager adds `<table>_tokens` and `<table>_live` beside it, which
+  // PostgreSQL would cut to 63 characters.
+  if (table.split('.').pop().length > 56) {
+    throw new RangeError(`createLockManager: options.table must name a table of at most 56 characters (the manager adds ${table.split('.').pop().slice(0, 20)}..._tokens beside it), received '${table}'`)
   }
   return { pool, config, maxConnections, namespace, table }
 }

@@ -7,6 +7,7 @@
 // whose state is uncertain (cancelled, failed, lost) is never given back to
 // the pool: it is destroyed, which frees whatever it held or waited for.
 
+const crypto = require('crypto')
 const { SessionError, codes } = require('./errors')
 
 // Settings given once to every connection the manager uses. The server
@@ -15,12 +16,38 @@ const { SessionError, codes } = require('./errors')
 // instead of the system default of over two hours; and, from PostgreSQL 14
 // on, a backend waiting for a lock checks every second that its client is
 // still there, so that a killed waiter leaves the lock's queue promptly.
+// synchronous_commit = on whatever the role, database or server says: a
+// fencing token is handed out only once its write is on disk, so that a
+// crash of the server never hands the same token out twice.
+// The server's timeouts, which a role, database or server may set, are
+// switched off on the manager's sessions: a session that holds a lock sits
+// idle, or runs one long lock statement, for as long as the callback
+// runs, and a timeout ending it would free the lock while the callback
+// still runs (a request's own `timeout` ends a wait from the client).
 const SETTINGS = [
+  'SET synchronous_commit = on',
+  'SET statement_timeout = 0',
+  'SET lock_timeout = 0',
+  'SET idle_in_transaction_session_timeout = 0',
   'SET tcp_keepalives_idle = 30',
   'SET tcp_keepalives_interval = 10',
   'SET tcp_keepalives_count = 3'
 ]
 const CHECK_INTERVAL = 'SET client_connection_check_interval = 1000'
+// From PostgreSQL 12 on: a reply the client does not acknowledge within a
+// minute ends the session too. Without it a session cut off while the
+// server had a reply in flight is ended only by TCP's retransmission
+// limit, about fifteen minutes, since keepalive probes are not sent while
+// data waits for an acknowledgement.
+const USER_TIMEOUT = 'SET tcp_user_timeout = 60000'
+
+/** The settings of every session, for server_version_num `version`. */
+function settingsFor (version) {
+  const settings = [...SETTINGS]
+  if (version >= 120000) settings.push(USER_TIMEOUT)
+  if (version >= 140000) settings.push(CHECK_INTERVAL, 'SET idle_session_timeout = 0')
+  return settings
+}
 const prepared = new WeakSet()
 
 // How often a cancel request is repeated while the statement it targets has
@@ -28,6 +55,19 @@ const prepared = new WeakSet()
 // ignored by the server), and when to give up and drop the connection.
 const CANCEL_RETRY_MS = 250
 const CANCEL_GIVE_UP_MS = 10000
+
+// A session that holds a lock is asked `SELECT 1` every LIVENESS_EVERY_MS,
+// and counts as lost when an answer takes longer than LIVENESS_WAIT_MS.
+// Without it a holder cut off from the server (a network partition, a
+// half-open connection) would hear of it only through the client's TCP
+// keepalive, which a pool the user passes may not have and which takes
+// minutes with the system's probe interval, while the server ends the
+// session, and grants the lock to the next client, about a minute after
+// it last heard from it (the tcp_keepalives_* settings above: 30 s + 3 x
+// 10 s). The holder is told within LIVENESS_EVERY_MS + LIVENESS_WAIT_MS
+// (10 s) of its last exchange with the server, well before that.
+const LIVENESS_EVERY_MS = 5000
+const LIVENESS_WAIT_MS = 5000
 
 class Session {
   /**
@@ -45,13 +85,13 @@ class Session {
     try {
       const version = await manager.names.ensure(client)
       if (!prepared.has(client)) {
-        const settings = version >= 140000 ? [...SETTINGS, CHECK_INTERVAL] : SETTINGS
-        await client.query(settings.join('; '))
+        await client.query(settingsFor(version).join('; '))
         prepared.add(client)
       }
     } catch (err) {
       session.destroy()
       if (session.lost.aborted) throw session.lost.reason
+      if (err instanceof SessionError) throw err
       throw new SessionError(codes.ECONNECT, `LockManager.request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
     }
     return session
@@ -62,6 +102,12 @@ class Session {
     this.client = client
     this.controller = new AbortController()
     this.released = false
+    // Lent to a request (true) or parked in the manager between requests
+    // (false, see LockManager#park); a parked session that fails is dead.
+    this.lent = true
+    this.dead = false
+    this.watching = false
+    this.beat = null
     // A connection error or its end while the session is lent out means
     // the session, and every lock it held, is gone. The listeners stay on
     // until the session is released, so an error never goes unheard (an
@@ -72,10 +118,76 @@ class Session {
     client.on('end', this.onEnd)
   }
 
+  /**
+   * Starts the liveness queries of a session that holds a lock (see
+   * LIVENESS_EVERY_MS); unwatch() stops them.
+   */
+  watch () {
+    this.watching = true
+    const beat = () => {
+      this.beat = null
+      if (!this.watching || this.released || this.lost.aborted) return
+      const timer = setTimeout(() => {
+        this.#lose(new Error(`no answer from the server to a liveness query within ${LIVENESS_WAIT_MS} ms`))
+        // The connection is of no use any more: end it, so that nothing
+        // waits on it.
+        const stream = this.client.connection && this.client.connection.stream
+        if (stream) stream.destroy()
+      }, LIVENESS_WAIT_MS)
+      timer.unref()
+      this.client.query('SELECT 1').then(() => {
+        clearTimeout(timer)
+        if (this.watching) this.beat = setTimeout(beat, LIVENESS_EVERY_MS).unref()
+      }, (err) => {
+        clearTimeout(timer)
+        this.#lose(err)
+      })
+    }
+    this.beat = setTimeout(beat, LIVENESS_EVERY_MS).unref()
+  }
+
+  /** Stops the liveness queries (one under way still counts). */
+  unwatch () {
+    this.watching = false
+    if (this.beat) clearTimeout(this.beat)
+    this.beat = null
+  }
+
+  /**
+   * Ends the session now, on purpose: the signal aborts with `reason`, and
+   * the connection is closed, which frees the session's locks on the
+   * server.
+   */
+  end (reason) {
+    if (!this.released && !this.controller.signal.aborted) this.controller.abort(reason)
+    this.destroy()
+  }
+
   /** Aborts when the session ends while it is lent out. */
   get lost () { return this.controller.signal }
 
+  /** Lends a parked session to a new request, with a signal of its own. */
+  lend () {
+    this.controller = new AbortController()
+    this.lent = true
+  }
+
+  /**
+   * Parks a clean session (it holds nothing) in the manager between
+   * requests: it does not keep the process alive, and a failure then marks
+   * it dead instead of aborting the signal of the lock it held last.
+   */
+  park () {
+    this.unwatch()
+    this.lent = false
+    this.ref(false)
+  }
+
   #lose (err) {
+    if (!this.lent) {
+      this.dead = true
+      return
+    }
     if (this.released || this.controller.signal.aborted) return
     const reason = new SessionError(codes.ELOCKLOST, `the PostgreSQL session ended: ${err.message}`, { cause: err })
     this.controller.abort(reason)
@@ -86,7 +198,8 @@ class Session {
 
   /** Runs one statement and resolves with its rows. */
   async run (text, values) {
-    const result = await this.client.query(text, values)
+    // A named statement is parsed and planned once per connection.
+    const result = await this.client.query({ name: statementName(text), text, values })
     return result.rows
   }
 
@@ -141,6 +254,7 @@ class Session {
   }
 
   #detach () {
+    this.unwatch()
     this.released = true
     this.client.removeListener('error', this.onError)
     this.client.removeListener('end', this.onEnd)
@@ -148,6 +262,18 @@ class Session {
 }
 
 function ignore () {}
+
+const names = new Map()
+
+/** The prepared statement name of `text`: threadlock_ and a digest of it. */
+function statementName (text) {
+  let name = names.get(text)
+  if (name === undefined) {
+    name = `threadlock_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`
+    if (names.size < 1000) names.set(text, name)
+  }
+  return name
+}
 
 function delay (ms) {
   return new Promise((resolve) => setTimeout(resolve, ms).unref())
