@@ -7,14 +7,15 @@
         "src/heap.c", "src/table.c", "src/gate_queue.c", "src/gates.c",
         "src/rwlock.c", "src/sem.c", "src/owners.c",
         "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c",
-        "src/host/binding_host.c"
+        "src/host/binding_host.c", "src/host/binding_shm.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
       "conditions": [
         ["OS=='linux'", {
           "sources": ["src/platform_linux.c", "src/host/core.c",
-                      "src/host/platform_linux.c", "src/host/files_linux.c"],
+                      "src/host/platform_linux.c", "src/host/files_linux.c",
+                      "src/host/shm_linux.c"],
           "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
         }],

@@ -206,5 +206,6 @@ module.exports = {
   readFlag,
   readSyncOptions,
   readAsyncOptions,
-  readCallback
+  readCallback,
+  checkKeys
 }

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 
 #include "env.h"
+#include "host/shm.h"
 #include "singleton.h"
 
 napi_value tl__named_exports(napi_env env, napi_value exports);
 napi_value tl__host_exports(napi_env env, napi_value exports);
+napi_value tl__shm_exports(napi_env env, napi_value exports);
 
 /* Reads the typed array and element index: the address and element size.
  * Returns -1 with an exception pending. */
@@ -41,6 +43,17 @@ tl__element(napi_env env, napi_value ta, napi_value index, void **addr,
     return -1;
   }
   *addr = (char *)data + (size_t)i * (size_t)*width;
+  /* Memory shared with other processes (threadlock/host's
+   * openSharedMemory): this process's waiter list would not reach them.
+   * One atomic load while the process maps no such memory. */
+  if (tl_shm_contains(*addr, (size_t)*width)) {
+    napi_throw_type_error(
+        env, "ENOTSUP",
+        "wait, notify and waitAsync do not work across processes on memory "
+        "from openSharedMemory (threadlock/host) yet; only Atomics loads, "
+        "stores and read-modify-write operations are supported on it");
+    return -1;
+  }
   return 0;
 }
 
@@ -549,5 +562,7 @@ NAPI_MODULE_INIT()
                napi_set_named_property(env, exports, "constants", constants));
   if (tl__named_exports(env, exports) == NULL)
     return NULL;
-  return tl__host_exports(env, exports);
+  if (tl__host_exports(env, exports) == NULL)
+    return NULL;
+  return tl__shm_exports(env, exports);
 }

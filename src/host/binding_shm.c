@@ -1,0 +1,216 @@
+/* Node-API glue of threadlock/host's shared memory (lib/host/sharedMemory.js):
+ * a mapping of shm_linux.c handed to JavaScript as a SharedArrayBuffer, and
+ * the question "is this memory shared with other processes?" that the
+ * primitives ask before they accept a buffer.
+ *
+ * node_api_create_external_sharedarraybuffer exists in Node 22, 24 and 26
+ * (still experimental, outside every numbered Node-API version) and not in
+ * Node 20. The addon is built once against the Node-API headers and loaded
+ * by every major, so the function is declared here as a weak reference:
+ * the dynamic loader resolves it to NULL where the running node does not
+ * export it, and `shmSupported` says so (a plain reference would end
+ * Node 20 with "symbol lookup error" at the first call). NAPI_EXPERIMENTAL
+ * is not defined for it: that would change the module's reported Node-API
+ * version. The prototype is the one of Node 24's js_native_api.h.
+ */
+#include <node_api.h>
+#include <stdint.h>
+
+#include "../env.h"
+#include "shm.h"
+
+napi_value tl__shm_exports(napi_env env, napi_value exports);
+
+#ifdef TL_HOST_SUPPORTED
+
+#include <string.h>
+
+/* node_api_noenv_finalize: runs on any thread, after any env is gone. */
+typedef void (*tl__noenv_finalize_t)(void *data, void *hint);
+extern napi_status node_api_create_external_sharedarraybuffer(
+    napi_env env, void *external_data, size_t byte_length,
+    tl__noenv_finalize_t finalize_cb, void *finalize_hint, napi_value *result)
+    __attribute__((weak));
+
+static int
+tl__shm_supported(void)
+{
+  return node_api_create_external_sharedarraybuffer != NULL;
+}
+
+/* The last SharedArrayBuffer over the mapping was collected, in whatever
+ * thread: unmap it. */
+static void
+tl__shm_finalize(void *data, void *hint)
+{
+  (void)data;
+  tl_shm_close(hint);
+}
+
+/* [code, errno, message, found]: what lib/host/sharedMemory.js turns into
+ * an error. */
+static napi_value
+tl__shm_error(napi_env env, const tl_host_error_t *e, uint64_t found)
+{
+  napi_value r, v;
+
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, 4, &r));
+  TL_NAPI_CALL(env, napi_create_int32(env, e->code, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, r, 0, v));
+  TL_NAPI_CALL(env, napi_create_int32(env, e->sys, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, r, 1, v));
+  TL_NAPI_CALL(env,
+               napi_create_string_utf8(env, e->message, NAPI_AUTO_LENGTH, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, r, 2, v));
+  TL_NAPI_CALL(env, napi_create_double(env, (double)found, &v));
+  TL_NAPI_CALL(env, napi_set_element(env, r, 3, v));
+  return r;
+}
+
+/* shmOpen(dir, file, size) -> SharedArrayBuffer, or [code, errno, message,
+ * found]. Arguments arrive checked by lib/host/sharedMemory.js. */
+static napi_value
+tl_napi_shm_open(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3], result;
+  char dir[4096], file[256];
+  size_t len;
+  double size;
+  uint64_t found = 0;
+  tl_host_error_t e;
+  tl_shm_t *m;
+  napi_status s;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  TL_NAPI_CALL(
+      env, napi_get_value_string_utf8(env, argv[0], dir, sizeof(dir), &len));
+  TL_NAPI_CALL(
+      env, napi_get_value_string_utf8(env, argv[1], file, sizeof(file), &len));
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[2], &size));
+  memset(&e, 0, sizeof(e));
+  if (!tl__shm_supported()) {
+    tl__host_fail(&e, TL_SHM_ENOTSUP, 0,
+                  "this Node.js has no "
+                  "node_api_create_external_sharedarraybuffer (Node.js 22 "
+                  "and later have it)");
+    return tl__shm_error(env, &e, 0);
+  }
+  m = tl_shm_open(dir, file, (uint64_t)size, &found, &e);
+  if (m == NULL)
+    return tl__shm_error(env, &e, found);
+  s = node_api_create_external_sharedarraybuffer(env, tl_shm_data(m),
+                                                 (size_t)tl_shm_size(m),
+                                                 tl__shm_finalize, m, &result);
+  if (s != napi_ok) {
+    tl_shm_close(m);
+    if (s == napi_no_external_buffers_allowed) {
+      tl__host_fail(&e, TL_SHM_ENOTSUP, 0,
+                    "this runtime does not allow "
+                    "memory outside its heap in a SharedArrayBuffer (the V8 "
+                    "sandbox of Electron)");
+      return tl__shm_error(env, &e, 0);
+    }
+    tl__throw_last(env, "node_api_create_external_sharedarraybuffer");
+    return NULL;
+  }
+  return result;
+}
+
+/* shmContains(typedArray) -> whether any of its bytes is shared memory. */
+static napi_value
+tl_napi_shm_contains(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], r;
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_typedarray_info(env, argv[0], &type, &length,
+                                             &data, NULL, NULL));
+  size_t width = type == napi_bigint64_array || type == napi_float64_array ||
+                         type == napi_biguint64_array
+                     ? 8
+                 : type == napi_int32_array || type == napi_uint32_array ||
+                         type == napi_float32_array
+                     ? 4
+                 : type == napi_int16_array || type == napi_uint16_array ? 2
+                                                                         : 1;
+  TL_NAPI_CALL(
+      env, napi_get_boolean(env, tl_shm_contains(data, length * width), &r));
+  return r;
+}
+
+/* shmCount() -> the mappings alive in this process (for the tests). */
+static napi_value
+tl_napi_shm_count(napi_env env, napi_callback_info info)
+{
+  napi_value r;
+
+  (void)info;
+  TL_NAPI_CALL(env, napi_create_int32(env, tl_shm_count(), &r));
+  return r;
+}
+
+napi_value
+tl__shm_exports(napi_env env, napi_value exports)
+{
+  static const struct {
+    const char *name;
+    napi_callback fn;
+  } fns[] = {
+    { "shmOpen", tl_napi_shm_open },
+    { "shmContains", tl_napi_shm_contains },
+    { "shmCount", tl_napi_shm_count },
+  };
+  static const struct {
+    const char *name;
+    int32_t value;
+  } constants[] = {
+    { "ESIZE", TL_SHM_ESIZE },
+    { "ENOTSUP", TL_SHM_ENOTSUP },
+    { "HEADER", TL_SHM_HEADER },
+  };
+  napi_value v, table;
+
+  for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+    TL_NAPI_CALL(env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH,
+                                           fns[i].fn, NULL, &v));
+    TL_NAPI_CALL(env, napi_set_named_property(env, exports, fns[i].name, v));
+  }
+  TL_NAPI_CALL(env, napi_create_object(env, &table));
+  for (size_t i = 0; i < sizeof(constants) / sizeof(constants[0]); i++) {
+    TL_NAPI_CALL(env, napi_create_int32(env, constants[i].value, &v));
+    TL_NAPI_CALL(env,
+                 napi_set_named_property(env, table, constants[i].name, v));
+  }
+  TL_NAPI_CALL(env, napi_object_freeze(env, table));
+  TL_NAPI_CALL(env,
+               napi_set_named_property(env, exports, "shmConstants", table));
+  TL_NAPI_CALL(env, napi_get_boolean(env, tl__shm_supported(), &v));
+  TL_NAPI_CALL(env, napi_set_named_property(env, exports, "shmSupported", v));
+  return exports;
+}
+
+#else
+
+/* No shared memory here: no address is in it. */
+int
+tl_shm_contains(const void *addr, size_t len)
+{
+  (void)addr;
+  (void)len;
+  return 0;
+}
+
+napi_value
+tl__shm_exports(napi_env env, napi_value exports)
+{
+  napi_value v;
+
+  TL_NAPI_CALL(env, napi_get_boolean(env, false, &v));
+  TL_NAPI_CALL(env, napi_set_named_property(env, exports, "shmSupported", v));
+  return exports;
+}
+
+#endif

@@ -1,0 +1,58 @@
+/* Shared memory of threadlock/host: a file in a host directory mapped
+ * MAP_SHARED, whose data region becomes a SharedArrayBuffer
+ * (binding_shm.c). This is the core's interface; it includes no Node-API
+ * header.
+ *
+ * The file: a header page (TL_SHM_HEADER bytes: magic, layout version,
+ * the data size), then the data, zero-filled when the file is created.
+ * Every open maps the file anew (one mapping per SharedArrayBuffer made),
+ * and every mapping is in a process-wide registry of address ranges, so
+ * that the glue can tell whether an address lies in shared memory, whatever
+ * JavaScript object (or worker thread) reaches it.
+ */
+#ifndef TL_SHM_H_
+#define TL_SHM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* The header page before the data (the data stays page-aligned). */
+#define TL_SHM_HEADER 4096
+/* The layout version written in the header. */
+#define TL_SHM_VERSION 1
+/* Errors of tl_shm_open besides those of error.h. */
+enum {
+  TL_SHM_ESIZE = -20,  /* the file exists with another data size */
+  TL_SHM_ENOTSUP = -21 /* this runtime cannot share the mapping (glue) */
+};
+
+typedef struct tl_shm_s tl_shm_t;
+
+/* Opens (creating it when missing, zero-filled, mode 0600) the file `file`
+ * in the absolute directory `dir` (created with mode 0700 when missing),
+ * after the host's trust checks of the directory and the file, with a data
+ * region of `size` bytes (a multiple of 8, at least 8), and maps it shared.
+ * Returns NULL with `e` set; TL_SHM_ESIZE says the file holds another
+ * size, `*found` then holds it. */
+tl_shm_t *tl_shm_open(const char *dir, const char *file, uint64_t size,
+                      uint64_t *found, tl_host_error_t *e);
+
+/* The data region (size bytes) of a mapping. */
+void *tl_shm_data(tl_shm_t *m);
+uint64_t tl_shm_size(tl_shm_t *m);
+
+/* Unmaps a mapping, closes its file and takes it out of the registry. Runs
+ * on any thread (the SharedArrayBuffer's finalizer), once per mapping. */
+void tl_shm_close(tl_shm_t *m);
+
+/* Whether any byte of [addr, addr + len) lies in a mapping of this
+ * process. Costs one atomic load while the process has no mapping. Runs on
+ * any thread. */
+int tl_shm_contains(const void *addr, size_t len);
+
+/* The number of live mappings of this process (for the tests). */
+int tl_shm_count(void);
+
+#endif
