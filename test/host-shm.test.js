@@ -281,7 +281,9 @@ describe('openSharedMemory (Node.js >= 22)', function () {
       keep = null
       for (let k = 0; k < 10 && native.shmCount() > 0; k++) globalThis.gc()
       return { during, after: [native.shmCount(), maps()] }`, dir, { args: ['--expose-gc'] })
-    assert.deepStrictEqual(r.value.during, [50, 50])
+    // 50 mappings of the file, and the process's one mapping of its header
+    // page (its slot: shm_owners.c), left with the last of them.
+    assert.deepStrictEqual(r.value.during, [50, 51])
     assert.deepStrictEqual(r.value.after, [0, 0])
   })
 
@@ -292,6 +294,68 @@ describe('openSharedMemory (Node.js >= 22)', function () {
     assert.strictEqual(Atomics.load(a, 0), 5)
     const b = new Int32Array(openSharedMemory('r', { path: dir, size: 8 }))
     assert.strictEqual(Atomics.load(b, 0), 0)
+  })
+
+  describe('owner ids unique across processes, alive by OFD byte locks (binding.shmOwnerId / shmOwnerAlive)', () => {
+    const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
+    const idChild = (name) => child(`const { binding } = require(${NATIVE})
+      const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 8 }))
+      say(String(binding.shmOwnerId(i)))`, dir)
+
+    it('4 processes, their main threads and a worker get 4 + 2 different ids, each alive; kill -9 makes one dead, SIGSTOP does not; its slot reused gets a new id', async () => {
+      const i = new Int32Array(openSharedMemory('o', { path: dir, size: 8 }))
+      const mine = binding.shmOwnerId(i)
+      assert.strictEqual(binding.shmOwnerId(i), mine, 'one id per thread')
+      const kids = await Promise.all([0, 1, 2, 3].map(() => idChild('o')))
+      const ids = kids.map((k) => Number(k.line))
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const { binding } = require(${NATIVE})
+        parentPort.postMessage(binding.shmOwnerId(new Int32Array(workerData)))
+        parentPort.once('message', () => process.exit(0))`, { eval: true, workerData: i.buffer })
+      const wid = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+      const all = [mine, wid, ...ids]
+      assert.strictEqual(new Set(all).size, 6, `distinct: ${all}`)
+      for (const id of all) {
+        assert.ok(id > 0 && id < 2 ** 29, `fits the owner field: ${id}`)
+        assert.strictEqual(binding.shmOwnerAlive(i, id), true, `alive: ${id}`)
+      }
+      // A worker that ends is dead as an owner, for this process and others.
+      const ended = new Promise((resolve) => w.once('exit', resolve))
+      w.postMessage('end')
+      await ended
+      assert.strictEqual(binding.shmOwnerAlive(i, wid), false)
+      assert.deepStrictEqual(run(`const { binding } = require(${NATIVE})
+        const i = new Int32Array(host.openSharedMemory('o', { path: dir, size: 8 }))
+        return [binding.shmOwnerAlive(i, ${wid}), binding.shmOwnerAlive(i, ${mine}), binding.shmOwnerAlive(i, ${ids[1]})]`, dir), { value: [false, true, true] })
+      // SIGSTOP: still alive. kill -9: dead, and only that one.
+      kids[0].child.kill('SIGSTOP')
+      assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), true)
+      kids[0].child.kill('SIGKILL')
+      await exited(kids[0].child)
+      assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), false)
+      for (const id of ids.slice(1)) assert.strictEqual(binding.shmOwnerAlive(i, id), true)
+      // The freed slot is claimed again (the first free one) with a new
+      // generation: a new id, and the dead one stays dead.
+      const again = await idChild('o')
+      const nid = Number(again.line)
+      assert.strictEqual(nid >> 22, ids[0] >> 22, 'the same slot')
+      assert.notStrictEqual(nid, ids[0])
+      assert.strictEqual(binding.shmOwnerAlive(i, nid), true)
+      assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), false)
+      for (const k of [...kids.slice(1), again]) k.child.stdin.end()
+      await Promise.all([...kids.slice(1), again].map((k) => exited(k.child)))
+      for (const id of [...ids, nid]) assert.strictEqual(binding.shmOwnerAlive(i, id), false, `exited: ${id}`)
+    })
+
+    it('a process that exited is no longer an owner there; memory of no file has no owner ids', () => {
+      const r = run(`const { binding } = require(${NATIVE})
+        let b = host.openSharedMemory('g2', { path: dir, size: 8 })
+        const id = binding.shmOwnerId(new Int32Array(b))
+        return id`, dir)
+      const i = new Int32Array(openSharedMemory('g2', { path: dir, size: 8 }))
+      assert.strictEqual(binding.shmOwnerAlive(i, r.value), false)
+      assert.throws(() => binding.shmOwnerId(new Int32Array(8)), TypeError)
+    })
   })
 
   describe('until the primitives work across processes, they refuse such memory (ENOTSUP)', () => {

@@ -23,6 +23,8 @@ napi_value tl__shm_exports(napi_env env, napi_value exports);
 
 #ifdef TL_HOST_SUPPORTED
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* node_api_noenv_finalize: runs on any thread, after any env is gone. */
@@ -141,6 +143,131 @@ tl_napi_shm_contains(napi_env env, napi_callback_info info)
   return r;
 }
 
+/* A thread's owner id in one file: made at its first shmOwnerId there,
+ * removed by its env's cleanup hook (the worker's end, or the process's),
+ * which marks the id dead for every process. */
+typedef struct tl_shm_thread_s {
+  /* Immutable. */
+  napi_env env;
+  tl_shm_join_t *join;
+  uint32_t id;
+  /* Protected by tl__threads_lock. */
+  struct tl_shm_thread_s *next;
+} tl_shm_thread_t;
+
+static pthread_mutex_t tl__threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static tl_shm_thread_t *tl__threads; /* protected by tl__threads_lock */
+
+static void
+tl__shm_thread_end(void *arg)
+{
+  tl_shm_thread_t *t = arg;
+
+  pthread_mutex_lock(&tl__threads_lock);
+  for (tl_shm_thread_t **p = &tl__threads; *p != NULL; p = &(*p)->next) {
+    if (*p == t) {
+      *p = t->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&tl__threads_lock);
+  tl_shm_thread_remove(t->join, t->id);
+  free(t);
+}
+
+/* The join of the shared memory under a typed array; NULL with a TypeError
+ * thrown when it is not such memory. */
+static tl_shm_join_t *
+tl__shm_join_of(napi_env env, napi_value ta)
+{
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  tl_shm_join_t *j;
+
+  TL_NAPI_CALL(env, napi_get_typedarray_info(env, ta, &type, &length, &data,
+                                             NULL, NULL));
+  j = tl_shm_find(data);
+  if (j == NULL)
+    napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
+  return j;
+}
+
+/* shmOwnerId(typedArray) -> the calling thread's owner id in the file of
+ * the shared memory under the typed array, made at the first call. */
+static napi_value
+tl_napi_shm_owner_id(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], r;
+  tl_shm_join_t *j;
+  tl_shm_thread_t *t;
+  uint32_t id = 0;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  j = tl__shm_join_of(env, argv[0]);
+  if (j == NULL)
+    return NULL;
+  pthread_mutex_lock(&tl__threads_lock);
+  for (t = tl__threads; t != NULL; t = t->next)
+    if (t->env == env && t->join == j)
+      id = t->id;
+  pthread_mutex_unlock(&tl__threads_lock);
+  if (id == 0) {
+    t = calloc(1, sizeof(*t));
+    if (t == NULL) {
+      napi_throw_error(env, "ENOMEM", "out of memory");
+      return NULL;
+    }
+    int e = tl_shm_thread_add(j, &t->id);
+    if (e != 0) {
+      free(t);
+      napi_throw_error(env, e == TL_HOST_ENODES ? "EFULL" : "ECORRUPT",
+                       e == TL_HOST_ENODES
+                           ? "this process has given out every owner id of "
+                             "its slot in the shared memory"
+                           : "the shared-memory file shrank");
+      return NULL;
+    }
+    t->env = env;
+    t->join = j;
+    if (napi_add_env_cleanup_hook(env, tl__shm_thread_end, t) != napi_ok) {
+      tl_shm_thread_remove(j, t->id);
+      free(t);
+      tl__throw_last(env, "napi_add_env_cleanup_hook");
+      return NULL;
+    }
+    pthread_mutex_lock(&tl__threads_lock);
+    t->next = tl__threads;
+    tl__threads = t;
+    pthread_mutex_unlock(&tl__threads_lock);
+    id = t->id;
+  }
+  TL_NAPI_CALL(env, napi_create_uint32(env, id, &r));
+  return r;
+}
+
+/* shmOwnerAlive(typedArray, id) -> whether owner `id` of the file lives. */
+static napi_value
+tl_napi_shm_owner_alive(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2], r;
+  tl_shm_join_t *j;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  j = tl__shm_join_of(env, argv[0]);
+  if (j == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[1], &id));
+  int alive = tl_shm_owner_alive(j, id);
+  if (alive < 0) {
+    napi_throw_error(env, "ECORRUPT", "the shared-memory file shrank");
+    return NULL;
+  }
+  TL_NAPI_CALL(env, napi_get_boolean(env, alive, &r));
+  return r;
+}
+
 /* shmCount() -> the mappings alive in this process (for the tests). */
 static napi_value
 tl_napi_shm_count(napi_env env, napi_callback_info info)
@@ -162,6 +289,8 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmOpen", tl_napi_shm_open },
     { "shmContains", tl_napi_shm_contains },
     { "shmCount", tl_napi_shm_count },
+    { "shmOwnerId", tl_napi_shm_owner_id },
+    { "shmOwnerAlive", tl_napi_shm_owner_alive },
   };
   static const struct {
     const char *name;

@@ -30,6 +30,35 @@ enum {
 
 typedef struct tl_shm_s tl_shm_t;
 
+/* Owner ids (shm_owners.c): process slots of the header page, their
+ * liveness bytes (OFD write locks) and claim bytes. */
+#define TL_SHM_SLOTS 96
+#define TL_SHM_THREADS 128
+#define TL_SHM_LIVE 128  /* byte TL_SHM_LIVE + slot: held while alive */
+#define TL_SHM_CLAIM 256 /* byte TL_SHM_CLAIM + slot: held while claimed */
+
+/* One process's join of one file: its slot. Made by the first mapping of
+ * the file in the process, shared by the others (by device and inode),
+ * left when the last mapping and thread record let go. */
+typedef struct tl_shm_join_s tl_shm_join_t;
+tl_shm_join_t *tl__shm_join(int fd, tl_host_error_t *e);
+void tl__shm_leave(tl_shm_join_t *j);
+
+/* The join of the mapping that holds `addr` (NULL: none). The caller keeps
+ * the mapping alive (a typed array over it in its call). */
+tl_shm_join_t *tl_shm_find(const void *addr);
+
+/* Gives the calling thread an owner id in the file (29 bits, never 0,
+ * unique across the host's processes); 0, or TL_HOST_ENODES (the process
+ * had TL_SHM_THREADS threads ask) or TL_HOST_ECORRUPT. Takes a reference
+ * on the join, which tl_shm_thread_remove drops (the thread's end). */
+int tl_shm_thread_add(tl_shm_join_t *j, uint32_t *id);
+void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id);
+
+/* Whether owner `id` of the file is alive: 1, 0, or TL_HOST_ECORRUPT. */
+int tl_shm_owner_alive(tl_shm_join_t *j, uint32_t id);
+uint32_t tl_shm_join_slot(tl_shm_join_t *j);
+
 /* Opens (creating it when missing, zero-filled, mode 0600) the file `file`
  * in the absolute directory `dir` (created with mode 0700 when missing),
  * after the host's trust checks of the directory and the file, with a data

@@ -53,9 +53,9 @@ static const char tl__shm_magic[8] = { 'T', 'L', 'S', 'H', 'M', 0, 0, 0 };
 
 struct tl_shm_s {
   /* Immutable from open to close. */
-  int fd;
-  char *base;    /* the mapping: header, then data */
-  uint64_t size; /* the data size */
+  tl_shm_join_t *join; /* this process's slot in the file */
+  char *base;          /* the mapping: header, then data */
+  uint64_t size;       /* the data size */
   /* In the registry; protected by tl__shm_lock. */
   tl_shm_t *next;
 };
@@ -245,13 +245,19 @@ tl_shm_open(const char *dir, const char *file, uint64_t size, uint64_t *found,
     tl__host_fail(e, TL_HOST_ESYS, ENOMEM, "out of memory");
     return NULL;
   }
-  m->fd = fd;
   m->size = size;
   m->base = tl__hp_map(fd, (size_t)(TL_SHM_HEADER + size));
   if (m->base == NULL) {
     tl__host_fail(e, TL_HOST_ESYS, errno, "cannot map '%s/%s': %s", dir, file,
                   strerror(errno));
     tl__hp_close(fd);
+    free(m);
+    return NULL;
+  }
+  /* The join takes the descriptor (the mapping needs none). */
+  m->join = tl__shm_join(fd, e);
+  if (m->join == NULL) {
+    tl__hp_unmap(m->base, (size_t)(TL_SHM_HEADER + size));
     free(m);
     return NULL;
   }
@@ -288,8 +294,26 @@ tl_shm_close(tl_shm_t *m)
   atomic_fetch_sub(&tl__shm_live, 1);
   pthread_mutex_unlock(&tl__shm_lock);
   tl__hp_unmap(m->base, (size_t)(TL_SHM_HEADER + m->size));
-  tl__hp_close(m->fd);
+  tl__shm_leave(m->join);
   free(m);
+}
+
+tl_shm_join_t *
+tl_shm_find(const void *addr)
+{
+  uintptr_t a = (uintptr_t)addr;
+  tl_shm_join_t *j = NULL;
+
+  if (atomic_load_explicit(&tl__shm_live, memory_order_acquire) == 0)
+    return NULL;
+  pthread_mutex_lock(&tl__shm_lock);
+  for (tl_shm_t *m = tl__shm_list; m != NULL && j == NULL; m = m->next) {
+    uintptr_t s = (uintptr_t)m->base;
+    if (a >= s && a < s + TL_SHM_HEADER + (uintptr_t)m->size)
+      j = m->join;
+  }
+  pthread_mutex_unlock(&tl__shm_lock);
+  return j;
 }
 
 int
