@@ -347,6 +347,45 @@ describe('openSharedMemory (Node.js >= 22)', function () {
       for (const id of [...ids, nid]) assert.strictEqual(binding.shmOwnerAlive(i, id), false, `exited: ${id}`)
     })
 
+    it('97th process: HostError EFULL (every slot\'s liveness byte held, here by POSIX locks of another process); byte 0 held: EATTACH after 5 s', async function () {
+      if (spawnSync('python3', ['-c', '1']).status !== 0) this.skip()
+      // Made by a process that is gone: this one holds no slot of it.
+      assert.strictEqual(run("return host.openSharedMemory('full', { path: dir, size: 8 }).byteLength", dir).value, 8)
+      const file = path.join(dir, 'full.shm')
+      const py = spawn('python3', ['-c', `import fcntl, os, sys
+fd = os.open(${JSON.stringify(file)}, os.O_RDWR)
+for b in sys.argv[1:]:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(b))
+print('held', flush=True)
+sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k)), '0'], { stdio: ['pipe', 'pipe', 'inherit'] })
+      await new Promise((resolve, reject) => { py.stdout.once('data', resolve); py.once('exit', reject) })
+      try {
+        const t0 = Date.now()
+        const r = run("return host.openSharedMemory('full', { path: dir, size: 8 })", dir)
+        assert.strictEqual(r.error.code, 'EATTACH', JSON.stringify(r))
+        assert.ok(Date.now() - t0 >= 4900)
+      } finally {
+        py.stdin.end()
+        await exited(py)
+      }
+      const py2 = spawn('python3', ['-c', `import fcntl, os, sys
+fd = os.open(${JSON.stringify(file)}, os.O_RDWR)
+for b in sys.argv[1:]:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(b))
+print('held', flush=True)
+sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { stdio: ['pipe', 'pipe', 'inherit'] })
+      await new Promise((resolve, reject) => { py2.stdout.once('data', resolve); py2.once('exit', reject) })
+      try {
+        const r = run("return host.openSharedMemory('full', { path: dir, size: 8 })", dir)
+        assert.strictEqual(r.error.code, 'EFULL', JSON.stringify(r))
+        assert.strictEqual(r.error.name, 'HostError')
+      } finally {
+        py2.stdin.end()
+        await exited(py2)
+      }
+      assert.strictEqual(run("return host.openSharedMemory('full', { path: dir, size: 8 }).byteLength", dir).value, 8)
+    })
+
     it('a process that exited is no longer an owner there; memory of no file has no owner ids', () => {
       const r = run(`const { binding } = require(${NATIVE})
         let b = host.openSharedMemory('g2', { path: dir, size: 8 })

@@ -77,6 +77,7 @@ function openError ([code, errno, message, found]) {
   else if (code === C.EUNSAFE) name = codes.EUNSAFE
   else if (code === C.EVERSION) name = codes.EVERSION
   else if (code === C.ECORRUPT) name = codes.ECORRUPT
+  else if (code === C.ENAMES) name = codes.EFULL
   return new HostError(name, `${WHERE}: ${message}`)
 }
 
