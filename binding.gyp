@@ -15,7 +15,8 @@
         ["OS=='linux'", {
           "sources": ["src/platform_linux.c", "src/host/core.c",
                       "src/host/platform_linux.c", "src/host/files_linux.c",
-                      "src/host/shm_linux.c", "src/host/shm_owners.c"],
+                      "src/host/shm_linux.c", "src/host/shm_owners.c",
+                      "src/host/shm_wait.c"],
           "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
         }],

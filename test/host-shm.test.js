@@ -21,7 +21,7 @@ const HOST = JSON.stringify(path.join(ROOT, 'host'))
 const INDEX = JSON.stringify(ROOT)
 const supported = binding.shmSupported === true
 const major = Number(process.versions.node.split('.')[0])
-const HEADER = 4096
+const HEADER = 65536
 
 function tmpdir () {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tl-shm-'))
@@ -397,10 +397,157 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('wait / notify across processes (the waiter list in the file)', () => {
+    // A child that opens `name` and blocks in threadlock.wait(i, index, 0,
+    // timeout); it says 'waiting' first and then the result and the time.
+    const waiter = (name, { index = 0, timeout = 'Infinity' } = {}) => child(`const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }))
+      say('waiting')
+      const t0 = Date.now()
+      const r = threadlock.wait(i, ${index}, 0, ${timeout})
+      say(r + ' ' + (Date.now() - t0))`, dir)
+    // The next line a child says after its first.
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+
+    it('notify counts the waiters it woke in every process (4 processes + a worker), oldest first', async () => {
+      const i = new Int32Array(openSharedMemory('wn', { path: dir, size: 64 }))
+      const kids = []
+      for (let k = 0; k < 4; k++) {
+        const w = await waiter('wn')
+        kids.push(w)
+        await until(() => threadlock.waiterCount(i, 0) === k + 1, `waiter ${k}`)
+      }
+      const worker = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        parentPort.postMessage(threadlock.wait(new Int32Array(workerData), 0, 0))`, { eval: true, workerData: i.buffer })
+      const wr = new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject) })
+      await until(() => threadlock.waiterCount(i, 0) === 5, 'the worker')
+      // Oldest first: one notify wakes the first process, not the others.
+      const first = next(kids[0].child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await first, /^ok /)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 4)
+      const rest = kids.slice(1).map((k) => next(k.child))
+      assert.strictEqual(threadlock.notify(i, 0), 4)
+      for (const r of await Promise.all(rest)) assert.match(r, /^ok /)
+      assert.strictEqual(await wr, 'ok')
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('oldest first also when a newer waiter took an older waiter\'s place in the list', async () => {
+      const i = new Int32Array(openSharedMemory('wf', { path: dir, size: 64 }))
+      const a = await waiter('wf', { timeout: 500 })
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'a')
+      const b = await waiter('wf')
+      await until(() => threadlock.waiterCount(i, 0) === 2, 'b')
+      assert.match(await next(a.child), /^timed-out /)
+      // c takes the node a left, before b's in the list, with a later ticket.
+      const c = await waiter('wf')
+      await until(() => threadlock.waiterCount(i, 0) === 2, 'c')
+      const rb = next(b.child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await rb, /^ok /)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 1)
+      const rc = next(c.child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await rc, /^ok /)
+      for (const k of [a, b, c]) k.child.stdin.end()
+      await Promise.all([a, b, c].map((k) => exited(k.child)))
+    })
+
+    it('another word, not-equal, and a timeout that is never early', async () => {
+      const i = new Int32Array(openSharedMemory('wt', { path: dir, size: 64 }))
+      Atomics.store(i, 2, 5)
+      assert.strictEqual(threadlock.wait(i, 2, 0, 1000), 'not-equal')
+      const w = await waiter('wt', { index: 1, timeout: 300 })
+      const r = await next(w.child)
+      const [res, ms] = r.split(' ')
+      assert.strictEqual(res, 'timed-out')
+      assert.ok(Number(ms) >= 300, `waited ${ms} ms`)
+      assert.strictEqual(threadlock.wait(i, 1, 0, 50), 'timed-out')
+      w.child.stdin.end()
+      await exited(w.child)
+    })
+
+    it('a waiting process uses no CPU; a SIGSTOPped waiter is still counted and returns ok after SIGCONT; a kill -9ed one is not counted and its node is reclaimed', async () => {
+      const i = new Int32Array(openSharedMemory('wk', { path: dir, size: 64 }))
+      const a = await waiter('wk')
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'a')
+      const b = await waiter('wk')
+      await until(() => threadlock.waiterCount(i, 0) === 2, 'b')
+      const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+      const before = ticks(b.child.pid)
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const used = ticks(b.child.pid) - before
+      assert.ok(used <= 10, `the waiting process used ${used} ticks of CPU in 1 s`)
+      a.child.kill('SIGKILL')
+      await exited(a.child)
+      b.child.kill('SIGSTOP')
+      assert.strictEqual(threadlock.waiterCount(i, 0), 1)
+      const rb = next(b.child)
+      assert.strictEqual(threadlock.notify(i, 0), 1, 'only the live waiter is counted')
+      b.child.kill('SIGCONT')
+      assert.match(await rb, /^ok /)
+      b.child.stdin.end()
+      await exited(b.child)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 0)
+    })
+
+    it('a worker terminated in wait() ends, and its node leaves the list', async () => {
+      const i = new Int32Array(openSharedMemory('wx', { path: dir, size: 64 }))
+      const worker = new Worker(`const { workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        threadlock.wait(new Int32Array(workerData), 0, 0)`, { eval: true, workerData: i.buffer })
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'the worker')
+      const t0 = Date.now()
+      await worker.terminate()
+      assert.ok(Date.now() - t0 < 10000)
+      await until(() => threadlock.waiterCount(i, 0) === 0, 'the node to leave')
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+    })
+
+    it('the nodes of a process killed with 8 workers waiting are not counted, and a notify reclaims them', async function () {
+      const i = new Int32Array(openSharedMemory('wr', { path: dir, size: 64 }))
+      for (let round = 0; round < 2; round++) {
+        const c = await child(`const { Worker } = require('worker_threads')
+          const i = new Int32Array(host.openSharedMemory('wr', { path: dir, size: 64 }))
+          const threadlock = require(${INDEX})
+          for (let k = 0; k < 8; k++) new Worker('const { workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); t.wait(new Int32Array(workerData), 0, 0)', { eval: true, workerData: i.buffer })
+          const tick = () => { if (threadlock.waiterCount(i, 0) >= 8) say('all'); else setTimeout(tick, 10) }
+          tick()`, dir)
+        assert.strictEqual(c.line, 'all')
+        assert.strictEqual(binding.shmNodesUsed(i), 8)
+        c.child.kill('SIGKILL')
+        await exited(c.child)
+        assert.strictEqual(threadlock.waiterCount(i, 0), 0)
+        assert.strictEqual(binding.shmNodesUsed(i), 8, 'still taken until someone meets them')
+        assert.strictEqual(threadlock.notify(i, 0), 0, 'dead waiters are not counted')
+        assert.strictEqual(binding.shmNodesUsed(i), 0, 'and the notify freed them')
+      }
+    })
+  })
+
   describe('until the primitives work across processes, they refuse such memory (ENOTSUP)', () => {
     const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
 
-    it('every constructor and from(), and wait / notify / waitAsync, on the buffer; in-process buffers work as before', () => {
+    it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
       const b = openSharedMemory('p', { path: dir, size: 64 })
       const { AsyncLock, RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch } = threadlock
       assert.throws(() => new AsyncLock(b, 0), refused)
@@ -415,10 +562,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       }
       assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
       const i = new Int32Array(b)
-      assert.throws(() => threadlock.wait(i, 0, 0, 0), refused)
-      assert.throws(() => threadlock.notify(i, 0), refused)
       assert.throws(() => threadlock.waitAsync(i, 0, 0, 0), refused)
-      assert.throws(() => threadlock.wait(new BigInt64Array(b), 1, 0n, 0), refused)
+      assert.throws(() => threadlock.waitAsync(new BigInt64Array(b), 1, 0n, 10), refused)
       const lock = new AsyncLock()
       lock.lock()
       lock.unlock()
@@ -430,7 +575,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.AsyncLock(workerData, 0), () => threadlock.notify(new Int32Array(workerData), 0)]) {
+        for (const f of [() => new threadlock.AsyncLock(workerData, 0), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0)]) {
           try { f(); out.push('accepted') } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })

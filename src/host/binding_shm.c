@@ -20,6 +20,11 @@
 #include "shm.h"
 
 napi_value tl__shm_exports(napi_env env, napi_value exports);
+napi_value tl__shm_napi_wait(napi_env env, void *addr, int width,
+                             int64_t expected, double timeout,
+                             const tl_probe_t *probe);
+napi_value tl__shm_napi_notify(napi_env env, void *addr, double count);
+napi_value tl__shm_napi_waiters(napi_env env, void *addr);
 
 #ifdef TL_HOST_SUPPORTED
 
@@ -193,6 +198,54 @@ tl__shm_join_of(napi_env env, napi_value ta)
   return j;
 }
 
+/* The calling thread's owner id in the file of `j`, made at its first
+ * request there. Returns 0, or -1 with an exception pending. */
+static int
+tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
+{
+  tl_shm_thread_t *t;
+  uint32_t id = 0;
+
+  pthread_mutex_lock(&tl__threads_lock);
+  for (t = tl__threads; t != NULL; t = t->next)
+    if (t->env == env && t->join == j)
+      id = t->id;
+  pthread_mutex_unlock(&tl__threads_lock);
+  if (id != 0) {
+    *out = id;
+    return 0;
+  }
+  t = calloc(1, sizeof(*t));
+  if (t == NULL) {
+    napi_throw_error(env, "ENOMEM", "out of memory");
+    return -1;
+  }
+  int e = tl_shm_thread_add(j, &t->id);
+  if (e != 0) {
+    free(t);
+    napi_throw_error(env, e == TL_HOST_ENODES ? "EFULL" : "ECORRUPT",
+                     e == TL_HOST_ENODES
+                         ? "this process has given out every owner id of "
+                           "its slot in the shared memory"
+                         : "the shared-memory file shrank");
+    return -1;
+  }
+  t->env = env;
+  t->join = j;
+  if (napi_add_env_cleanup_hook(env, tl__shm_thread_end, t) != napi_ok) {
+    tl_shm_thread_remove(j, t->id);
+    free(t);
+    tl__throw_last(env, "napi_add_env_cleanup_hook");
+    return -1;
+  }
+  pthread_mutex_lock(&tl__threads_lock);
+  t->next = tl__threads;
+  tl__threads = t;
+  pthread_mutex_unlock(&tl__threads_lock);
+  *out = t->id;
+  return 0;
+}
+
 /* shmOwnerId(typedArray) -> the calling thread's owner id in the file of
  * the shared memory under the typed array, made at the first call. */
 static napi_value
@@ -200,50 +253,107 @@ tl_napi_shm_owner_id(napi_env env, napi_callback_info info)
 {
   napi_value argv[1], r;
   tl_shm_join_t *j;
-  tl_shm_thread_t *t;
-  uint32_t id = 0;
+  uint32_t id;
 
   TL_GET_ARGS(env, info, 1, argv);
   j = tl__shm_join_of(env, argv[0]);
-  if (j == NULL)
+  if (j == NULL || tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
-  pthread_mutex_lock(&tl__threads_lock);
-  for (t = tl__threads; t != NULL; t = t->next)
-    if (t->env == env && t->join == j)
-      id = t->id;
-  pthread_mutex_unlock(&tl__threads_lock);
-  if (id == 0) {
-    t = calloc(1, sizeof(*t));
-    if (t == NULL) {
-      napi_throw_error(env, "ENOMEM", "out of memory");
-      return NULL;
-    }
-    int e = tl_shm_thread_add(j, &t->id);
-    if (e != 0) {
-      free(t);
-      napi_throw_error(env, e == TL_HOST_ENODES ? "EFULL" : "ECORRUPT",
-                       e == TL_HOST_ENODES
-                           ? "this process has given out every owner id of "
-                             "its slot in the shared memory"
-                           : "the shared-memory file shrank");
-      return NULL;
-    }
-    t->env = env;
-    t->join = j;
-    if (napi_add_env_cleanup_hook(env, tl__shm_thread_end, t) != napi_ok) {
-      tl_shm_thread_remove(j, t->id);
-      free(t);
-      tl__throw_last(env, "napi_add_env_cleanup_hook");
-      return NULL;
-    }
-    pthread_mutex_lock(&tl__threads_lock);
-    t->next = tl__threads;
-    tl__threads = t;
-    pthread_mutex_unlock(&tl__threads_lock);
-    id = t->id;
-  }
   TL_NAPI_CALL(env, napi_create_uint32(env, id, &r));
   return r;
+}
+
+static napi_value
+tl__shm_result(napi_env env, int64_t r)
+{
+  napi_value v;
+
+  if (r == TL_HOST_ENODES) {
+    napi_throw_error(env, "EFULL",
+                     "every waiter node of the shared-memory file is in use");
+    return NULL;
+  }
+  if (r < 0) {
+    napi_throw_error(env, "ECORRUPT",
+                     "the shared-memory file shrank under this process");
+    return NULL;
+  }
+  TL_NAPI_CALL(env, napi_create_int64(env, r, &v));
+  return v;
+}
+
+napi_value
+tl__shm_napi_wait(napi_env env, void *addr, int width, int64_t expected,
+                  double timeout, const tl_probe_t *probe)
+{
+  tl_shm_join_t *j;
+  tl_host_stop_t stop;
+  char *base;
+  uint32_t id;
+
+  j = tl_shm_find_map(addr, &base);
+  if (j == NULL || tl__shm_thread_id(env, j, &id) != 0)
+    return NULL;
+  if (probe != NULL) {
+    stop.fn = probe->fn;
+    stop.data = probe->data;
+    stop.slice_ms = (int64_t)(probe->slice_ns / 1000000u);
+    if (stop.slice_ms < 1)
+      stop.slice_ms = 1;
+  }
+  return tl__shm_result(env,
+                        tl_shm_wait(j, base, addr, width, expected, timeout, id,
+                                    probe != NULL ? &stop : NULL));
+}
+
+napi_value
+tl__shm_napi_waiters(napi_env env, void *addr)
+{
+  tl_shm_join_t *j;
+  char *base;
+
+  j = tl_shm_find_map(addr, &base);
+  if (j == NULL)
+    return NULL;
+  return tl__shm_result(env, tl_shm_waiters(j, base, addr));
+}
+
+napi_value
+tl__shm_napi_notify(napi_env env, void *addr, double count)
+{
+  tl_shm_join_t *j;
+  char *base;
+
+  j = tl_shm_find_map(addr, &base);
+  if (j == NULL)
+    return NULL;
+  return tl__shm_result(
+      env, tl_shm_notify(j, base, addr,
+                         count >= 9007199254740992.0 ? -1 : (int64_t)count));
+}
+
+/* shmNodesUsed(typedArray) -> waiter nodes of the file not free. */
+static napi_value
+tl_napi_shm_nodes_used(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  char *base;
+  tl_shm_join_t *j;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_typedarray_info(env, argv[0], &type, &length,
+                                             &data, NULL, NULL));
+  j = tl_shm_find_map(data, &base);
+  if (j == NULL) {
+    napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
+    return NULL;
+  }
+  if (tl_shm_header_ok(j) != 0)
+    return tl__shm_result(env, TL_HOST_ECORRUPT);
+  return tl__shm_result(env, tl_shm_nodes_used(base));
 }
 
 /* shmOwnerAlive(typedArray, id) -> whether owner `id` of the file lives. */
@@ -291,6 +401,7 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmCount", tl_napi_shm_count },
     { "shmOwnerId", tl_napi_shm_owner_id },
     { "shmOwnerAlive", tl_napi_shm_owner_alive },
+    { "shmNodesUsed", tl_napi_shm_nodes_used },
   };
   static const struct {
     const char *name;
@@ -322,6 +433,36 @@ tl__shm_exports(napi_env env, napi_value exports)
 }
 
 #else
+
+napi_value
+tl__shm_napi_wait(napi_env env, void *addr, int width, int64_t expected,
+                  double timeout, const tl_probe_t *probe)
+{
+  (void)addr;
+  (void)width;
+  (void)expected;
+  (void)timeout;
+  (void)probe;
+  napi_throw_error(env, NULL, "no shared memory on this platform");
+  return NULL;
+}
+
+napi_value
+tl__shm_napi_waiters(napi_env env, void *addr)
+{
+  (void)addr;
+  napi_throw_error(env, NULL, "no shared memory on this platform");
+  return NULL;
+}
+
+napi_value
+tl__shm_napi_notify(napi_env env, void *addr, double count)
+{
+  (void)addr;
+  (void)count;
+  napi_throw_error(env, NULL, "no shared memory on this platform");
+  return NULL;
+}
 
 /* No shared memory here: no address is in it. */
 int

@@ -17,9 +17,13 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "host.h"
 
-/* The header page before the data (the data stays page-aligned). */
-#define TL_SHM_HEADER 4096
+/* The header before the data (the data stays page-aligned): the header
+ * page, then the waiter nodes (shm_wait.c). */
+#define TL_SHM_HEADER 65536
+#define TL_SHM_NODES_AT 4096
+#define TL_SHM_NODES ((TL_SHM_HEADER - TL_SHM_NODES_AT) / 32)
 /* The layout version written in the header. */
 #define TL_SHM_VERSION 1
 /* Errors of tl_shm_open besides those of error.h. */
@@ -54,6 +58,37 @@ tl_shm_join_t *tl_shm_find(const void *addr);
  * on the join, which tl_shm_thread_remove drops (the thread's end). */
 int tl_shm_thread_add(tl_shm_join_t *j, uint32_t *id);
 void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id);
+
+/* 0 while the file still holds its header (an fstat), else
+ * TL_HOST_ECORRUPT: checked before the library touches the header. */
+int tl_shm_header_ok(tl_shm_join_t *j);
+
+/* The mapping that holds `addr`: its join and the start of its header
+ * (`*base`); NULL when none. The caller keeps the mapping alive. */
+tl_shm_join_t *tl_shm_find_map(const void *addr, char **base);
+
+/* Blocks the calling thread (owner id `owner`) while the `width`-byte
+ * word at `word` (in the mapping at `base`) holds `expected`, until a
+ * tl_shm_notify of any process counts it, `timeout_ms` passes (never
+ * early; >= 1e15: none) or `stop` says so. Returns the core's
+ * TL_RESULT_OK, _NOT_EQUAL, _TIMED_OUT, _INTERRUPTED, or TL_HOST_ENODES
+ * (every waiter node of the file in use) or TL_HOST_ECORRUPT. */
+int tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
+                int64_t expected, double timeout_ms, uint32_t owner,
+                const tl_host_stop_t *stop);
+
+/* Wakes up to `count` (< 0: all) waiters of the word in every process,
+ * oldest first; returns how many it woke, or TL_HOST_ECORRUPT. */
+int64_t tl_shm_notify(tl_shm_join_t *j, char *base, const void *word,
+                      int64_t count);
+
+/* The waiters of the word whose owner is alive (for the tests and
+ * waiterCount), or TL_HOST_ECORRUPT. */
+int64_t tl_shm_waiters(tl_shm_join_t *j, char *base, const void *word);
+
+/* Nodes not free, whatever their owner (for the tests). The caller has
+ * checked the header (tl_shm_header_ok). */
+int64_t tl_shm_nodes_used(char *base);
 
 /* Whether owner `id` of the file is alive: 1, 0, or TL_HOST_ECORRUPT. */
 int tl_shm_owner_alive(tl_shm_join_t *j, uint32_t id);

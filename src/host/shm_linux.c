@@ -299,6 +299,26 @@ tl_shm_close(tl_shm_t *m)
 }
 
 tl_shm_join_t *
+tl_shm_find_map(const void *addr, char **base)
+{
+  uintptr_t a = (uintptr_t)addr;
+  tl_shm_join_t *j = NULL;
+
+  if (atomic_load_explicit(&tl__shm_live, memory_order_acquire) == 0)
+    return NULL;
+  pthread_mutex_lock(&tl__shm_lock);
+  for (tl_shm_t *m = tl__shm_list; m != NULL && j == NULL; m = m->next) {
+    uintptr_t s = (uintptr_t)m->base;
+    if (a >= s && a < s + TL_SHM_HEADER + (uintptr_t)m->size) {
+      j = m->join;
+      *base = m->base;
+    }
+  }
+  pthread_mutex_unlock(&tl__shm_lock);
+  return j;
+}
+
+tl_shm_join_t *
 tl_shm_find(const void *addr)
 {
   uintptr_t a = (uintptr_t)addr;

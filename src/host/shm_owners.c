@@ -92,13 +92,19 @@ struct tl_shm_join_s {
 static pthread_mutex_t tl__join_lock = PTHREAD_MUTEX_INITIALIZER;
 static tl_shm_join_t *tl__joins; /* protected by tl__join_lock */
 
-/* Whether the file still holds the header page (an fstat). */
+/* Whether the file still holds the header (an fstat). */
 static int
 tl__page_ok(const tl_shm_join_t *j)
 {
   struct stat st;
 
   return fstat(j->fd, &st) == 0 && (uint64_t)st.st_size >= TL_SHM_HEADER;
+}
+
+int
+tl_shm_header_ok(tl_shm_join_t *j)
+{
+  return tl__page_ok(j) ? 0 : TL_HOST_ECORRUPT;
 }
 
 /* Claims a free slot of the file `fd` (the join's own description). */
