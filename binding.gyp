@@ -13,10 +13,13 @@
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
       "conditions": [
         ["OS=='linux'", {
-          "sources": ["src/platform_linux.c", "src/host/core.c",
-                      "src/host/platform_linux.c", "src/host/files_linux.c",
-                      "src/host/shm_linux.c", "src/host/shm_owners.c",
-                      "src/host/shm_wait.c"],
+          "sources": ["src/platform_linux.c", "src/host/layout.c",
+                      "src/host/doorbell.c", "src/host/lists.c",
+                      "src/host/repair.c", "src/host/crit.c",
+                      "src/host/watch.c", "src/host/request.c",
+                      "src/host/attach.c", "src/host/platform_linux.c",
+                      "src/host/files_linux.c", "src/host/shm_linux.c",
+                      "src/host/shm_owners.c", "src/host/shm_wait.c"],
           "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
         }],

@@ -168,4 +168,50 @@ describe('threadlock/host when a process dies', function () {
     const gb = await b.event(rb, 'granted', 5000)
     assert.strictEqual(gb.ownerDied, true)
   })
+
+  it('20 kill -9s of a process holding 50 unique names each: every name, node and slot is freed, 1,000 new names can be held (finding 4)', async () => {
+    const { spawn: spawnProcess } = require('child_process')
+    const host = require('path').join(__dirname, '..', 'host')
+    // Attached throughout, so that the table is never rebuilt: each death
+    // is recovered by the next process that attaches, or by a query.
+    const m = createLockManager({ path: dir })
+    for (let round = 0; round < 20; round++) {
+      const script = `const m = require(${JSON.stringify(host)}).createLockManager({ path: ${JSON.stringify(dir)} })
+        for (let i = 0; i < 50; i++) m.requestSync('job-${round}-' + i)
+        console.log('held'); setInterval(() => {}, 1000)`
+      const child = spawnProcess(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+      await new Promise((resolve, reject) => {
+        child.stdout.once('data', resolve)
+        child.once('exit', (code) => reject(new Error(`child exited with ${code}`)))
+      })
+      child.removeAllListeners('exit')
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGKILL')
+      await exited
+    }
+    try {
+      // The last one is recovered by a query (which sweeps dead slots).
+      const q = await m.query()
+      assert.deepStrictEqual([q.held.length, q.pending.length], [0, 0])
+      const held = []
+      for (let i = 0; i < 1000; i++) {
+        const h = m.requestSync(`new-${i}`, { ifAvailable: true })
+        assert.notStrictEqual(h, null)
+        held.push(h)
+      }
+      const stats = m.stats()
+      assert.strictEqual(stats.slots, 1)
+      assert.strictEqual(stats.nodes, 1000)
+      assert.strictEqual(stats.names, 1000)
+      for (const h of held) h.release()
+      // A name whose holder died with nobody waiting still tells its next
+      // grantee, when it was among the last ones that died.
+      const next = m.requestSync('job-19-49')
+      assert.strictEqual(next.ownerDied, true)
+      next.release()
+      assert.strictEqual(m.requestSync('job-19-49').ownerDied, false)
+    } finally {
+      await m.close()
+    }
+  })
 })

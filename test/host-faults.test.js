@@ -6,7 +6,15 @@
 const assert = require('assert')
 const fs = require('fs')
 const path = require('path')
+const { execFileSync } = require('child_process')
 const { scopeDir, spawn, killAll } = require('./fixtures/host-harness')
+
+// A token taken by a new process (`env` added), as a decimal string.
+function tokenOf (dir, env = {}) {
+  const script = `const m = require(${JSON.stringify(path.join(__dirname, '..', 'host'))}).createLockManager({ path: ${JSON.stringify(dir)} })
+    const h = m.requestSync('x'); console.log(String(h.token)); h.release(); m.close()`
+  return BigInt(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, ...env } }).toString().trim())
+}
 
 describe('threadlock/host: faults of the table file', function () {
   this.timeout(60000)
@@ -48,6 +56,50 @@ describe('threadlock/host: faults of the table file', function () {
       }
     })
   }
+})
+
+describe('threadlock/host: fencing tokens across rebuilds (finding 8)', function () {
+  this.timeout(60000)
+  let shim
+  before(function () {
+    // clock_gettime(CLOCK_REALTIME) an hour behind, through LD_PRELOAD:
+    // the wall clock set back, for one process, without touching the
+    // machine's.
+    const d = scopeDir()
+    fs.writeFileSync(path.join(d, 'shim.c'), `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <time.h>
+int clock_gettime(clockid_t c, struct timespec *ts) {
+  static int (*real)(clockid_t, struct timespec *);
+  if (!real) real = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+  int r = real(c, ts);
+  if (r == 0 && c == CLOCK_REALTIME) ts->tv_sec -= 3600;
+  return r;
+}
+`)
+    shim = path.join(d, 'shim.so')
+    execFileSync('cc', ['-shared', '-fPIC', '-o', shim, path.join(d, 'shim.c'), '-ldl'])
+  })
+
+  it('a header corrupted while nobody is attached, then a process whose clock is an hour behind: its token is still greater', () => {
+    const dir = scopeDir()
+    const before = tokenOf(dir)
+    const fd = fs.openSync(path.join(dir, 'threadlock-host.table'), 'r+')
+    fs.writeSync(fd, Buffer.from('garbage!'), 0, 8, 0)
+    fs.closeSync(fd)
+    const after = tokenOf(dir, { LD_PRELOAD: shim })
+    assert.ok(after > before, `token ${after} after the rebuild, ${before} before`)
+    // And once more, without the corruption, still behind.
+    assert.ok(tokenOf(dir, { LD_PRELOAD: shim }) > after)
+  })
+
+  it('a table file removed while nobody is attached: the next table goes on above the last token', () => {
+    const dir = scopeDir()
+    const before = tokenOf(dir)
+    fs.rmSync(path.join(dir, 'threadlock-host.table'))
+    const after = tokenOf(dir, { LD_PRELOAD: shim })
+    assert.ok(after > before, `token ${after} after the rebuild, ${before} before`)
+  })
 })
 
 async function waitFor (check, ms = 10000) {

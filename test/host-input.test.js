@@ -12,7 +12,7 @@ const { execFileSync } = require('child_process')
 const { locks } = require('..')
 const { createLockManager, HostError } = require('../host')
 const { badCalls, fn, errorOf, refusesAsLocks } = require('./fixtures/request-bad-calls')
-const { scopeDir } = require('./fixtures/host-harness')
+const { scopeDir, spawn, killAll } = require('./fixtures/host-harness')
 
 describe('threadlock/host: bad input', function () {
   let dir, manager
@@ -135,19 +135,20 @@ describe('threadlock/host: bad input', function () {
       const b = createLockManager({ path: d })
       const name = 'corrupt-me-' + 'z'.repeat(40)
       a.requestSync(name)
-      // Layout version 1: a name entry keeps its head index 16 bytes before
-      // its name. The name must be found exactly once, for the test to
+      // Layout version 2: a name entry keeps its head index 32 bytes before
+      // its name (then its tail). The name must be found exactly once, for the test to
       // corrupt what it means to.
       const file = fs.readFileSync(path.join(d, FILE))
-      const at = file.indexOf(name)
-      assert.ok(at > 0 && file.indexOf(name, at + 1) === -1)
-      const head = file.readUInt32LE(at - 16)
+      // Names are stored as UTF-16 code units.
+      const at = file.indexOf(Buffer.from(name, 'utf16le'))
+      assert.ok(at > 0 && file.indexOf(Buffer.from(name, 'utf16le'), at + 1) === -1)
+      const head = file.readUInt32LE(at - 32)
       assert.ok(head >= 1 && head <= 4096, `head ${head}`)
-      assert.strictEqual(file.readUInt32LE(at - 12), head, 'one node: tail = head')
+      assert.strictEqual(file.readUInt32LE(at - 28), head, 'one node: tail = head')
       const fd = fs.openSync(path.join(d, FILE), 'r+')
       const bad = Buffer.alloc(4)
       bad.writeUInt32LE(0xfffffff0)
-      fs.writeSync(fd, bad, 0, 4, at - 16)
+      fs.writeSync(fd, bad, 0, 4, at - 32)
       fs.closeSync(fd)
       const err = await errorOf(b.request(name, fn))
       assert.ok(err instanceof HostError, String(err))
@@ -157,6 +158,35 @@ describe('threadlock/host: bad input', function () {
       assert.strictEqual(q && q.code, 'ECORRUPT')
       await a.close()
       await b.close()
+    })
+  })
+
+  describe('names are compared as JavaScript strings (finding 9)', function () {
+    afterEach(killAll)
+
+    it("lone surrogates '\\uD800', '\\uDC00' and '\\uFFFD' are three locks across processes, and query() gives them back as they were", async () => {
+      const d = scopeDir()
+      const [child] = await spawn(d, 1)
+      const names = ['\uD800', '\uDC00', '\uFFFD', 'a\uD800b']
+      const ids = []
+      for (const name of names) {
+        const id = child.send('request', { name })
+        await child.event(id, 'granted')
+        ids.push(id)
+      }
+      const m = createLockManager({ path: d })
+      try {
+        const snap = await m.query()
+        assert.deepStrictEqual(snap.held.map((e) => e.name).sort(), [...names].sort())
+        // Each is held: none is granted to another process.
+        for (const name of names) assert.strictEqual(m.requestSync(name, { ifAvailable: true }), null, JSON.stringify(name))
+        // And a name that differs only there is another lock.
+        const other = m.requestSync('a\uDC00b', { ifAvailable: true })
+        assert.notStrictEqual(other, null)
+        other.release()
+      } finally {
+        await m.close()
+      }
     })
   })
 })

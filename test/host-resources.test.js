@@ -59,4 +59,28 @@ describe('threadlock/host resources', function () {
       await m.close()
     }
   })
+
+  it('a request costs O(1) in the requests queued: 2,000 on one name behind another process, then drained, visit at most 4 requests each (finding 7)', async () => {
+    const [c] = await spawn(dir, 1)
+    const h = c.send('request', { name: 'busy' })
+    await c.event(h, 'granted')
+    const m = createLockManager({ path: dir })
+    try {
+      const n = 2000
+      const done = []
+      for (let i = 0; i < n; i++) done.push(m.request('busy', () => {}))
+      const queued = m.stats()
+      assert.strictEqual(queued.nodes, n + 1)
+      // Queueing walks no list: the tail and head say whether to wait,
+      // and the name keeps the set of processes to watch.
+      assert.ok(queued.walked <= n, `queueing visited ${queued.walked} requests`)
+      c.send('release', { id: h })
+      await Promise.all(done)
+      const drained = m.stats()
+      assert.strictEqual(drained.nodes, 0)
+      assert.ok(drained.walked <= 4 * n, `queueing and draining ${n} requests visited ${drained.walked}`)
+    } finally {
+      await m.close()
+    }
+  })
 })

@@ -2,7 +2,7 @@
 
 // A LockManager (Web Locks semantics) whose locks are shared by every
 // process (and every manager) attached to the same directory. The queue of
-// each name lives in the table file (src/host/core.c), so grants are first
+// each name lives in the table file (src/host/), so grants are first
 // come, first served across processes. A request waiting here costs no
 // thread of its own: the process's helper thread sleeps on its doorbell and
 // calls #onDoorbell on the event loop when a grant or a steal concerns one
@@ -18,6 +18,8 @@ const { createLock } = require('./Lock')
 const { createHeldLock } = require('./HeldLock')
 
 const C = native.hostConstants || {}
+
+function noop () {}
 
 function stolenError (where) {
   return new DOMException(`${where}: the lock was stolen by another request`, 'AbortError')
@@ -47,6 +49,12 @@ class LockManager {
   // Names held by this manager: name -> number of held locks.
   #held = new Map()
   #closed = false
+  // Calls handed to the worker thread: id -> continuation.
+  #deferred = new Map()
+  #nextId = 1
+  // A poll or a rewatch handed to the worker and not answered yet.
+  #pollDeferred = false
+  #rewatchDeferred = false
 
   /** Use createLockManager(). */
   constructor (handle, path) {
@@ -68,34 +76,22 @@ class LockManager {
     if (signal !== undefined && signal.aborted) throw signal.reason
     const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) |
       (r.ifAvailable ? C.IF_AVAILABLE : 0) | (r.steal ? C.STEAL : 0)
-    const res = native.hostRequest(this.#handle, r.name, flags)
-    if (typeof res === 'number') throw this.#error(res, 'LockManager.request')
-    const [state, node, token, ownerDied] = res
-    if (state === C.UNAVAILABLE) {
-      return new Promise((resolve, reject) => {
-        later(() => {
-          try {
-            resolve(r.callback(null))
-          } catch (err) {
-            reject(err)
-          }
-        })
-      })
-    }
     return new Promise((resolve, reject) => {
-      const e = { r, node, sync: false, state: 'waiting', resolve, reject, controller: null, onAbort: null, lost: null }
-      this.#track(e)
-      if (state === C.HELD) {
-        this.#grant(e, token, ownerDied)
-        return
-      }
-      if (r.ref) this.#ref(1)
-      e.counted = r.ref
+      // 'attempting' until the table answers: at once, or from the worker
+      // thread when another process holds the table's critical section.
+      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, onAbort: null, stopTimer: null, lost: null, counted: false }
       // Leaves the queue (if it is still there) and rejects with `err`.
       const giveUp = (err) => {
+        if (e.state === 'attempting') {
+          // The node, if the attempt makes one, is released when it ends.
+          this.#unlisten(e)
+          e.state = 'abandoned'
+          reject(err)
+          return
+        }
         if (e.state !== 'waiting') return
         this.#forget(e)
-        native.hostRelease(this.#handle, node)
+        this.#releaseNode(e.node)
         reject(err)
       }
       if (signal !== undefined) {
@@ -105,7 +101,85 @@ class LockManager {
       }
       // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
       e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
+      this.#run(C.OP_REQUEST, () => native.hostRequest(this.#handle, r.name, flags, 0), r.name, flags, (res) => this.#attempted(e, res))
     })
+  }
+
+  // The table's answer to request() (`res`: hostRequest's result).
+  #attempted (e, res) {
+    if (typeof res === 'number') {
+      if (e.state === 'abandoned') return
+      this.#unlisten(e)
+      e.state = 'done'
+      e.reject(this.#error(res, 'LockManager.request'))
+      return
+    }
+    const [state, node, token, ownerDied] = res
+    e.node = node
+    if (e.state === 'abandoned') {
+      if (state !== C.UNAVAILABLE) this.#releaseNode(node)
+      return
+    }
+    if (state === C.UNAVAILABLE) {
+      this.#unlisten(e)
+      e.state = 'done'
+      later(() => {
+        try {
+          e.resolve(e.r.callback(null))
+        } catch (err) {
+          e.reject(err)
+        }
+      })
+      return
+    }
+    e.state = 'waiting'
+    this.#track(e)
+    if (state === C.HELD) {
+      this.#grant(e, token, ownerDied)
+      return
+    }
+    if (e.r.ref) this.#ref(1)
+    e.counted = e.r.ref
+  }
+
+  // Removes a request's abort listener and timer.
+  #unlisten (e) {
+    if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
+    if (e.stopTimer) e.stopTimer()
+    e.onAbort = null
+    e.stopTimer = null
+  }
+
+  // Runs a call of the table without waiting for its critical section
+  // (`attempt` passes critMs 0); when another process holds it (EAGAIN),
+  // hands the call to the attachment's worker thread, which waits, and
+  // `cont` gets the result from the doorbell. While any call waits there,
+  // later requests go there too, so that they keep their order.
+  // Returns whether the call was handed over.
+  #run (kind, attempt, arg, flags, cont) {
+    if (kind !== C.OP_REQUEST || this.#deferred.size === 0) {
+      const res = attempt()
+      if (res !== C.EAGAIN) {
+        cont(res)
+        return false
+      }
+    }
+    const id = this.#nextId
+    this.#nextId = (this.#nextId + 1) & 0x3fffffff
+    if (native.hostDefer(this.#handle, kind, id, arg, flags) !== 0) {
+      cont(C.ETHREAD)
+      return false
+    }
+    this.#deferred.set(id, cont)
+    busy.add(this)
+    this.#ref(1)
+    return true
+  }
+
+  // Releases (or withdraws) a node, then calls `cont` with the state it
+  // had.
+  #releaseNode (node, cont = noop) {
+    this.#run(C.OP_RELEASE, () => native.hostRelease(this.#handle, node, 0), node, 0, cont)
   }
 
   /**
@@ -122,7 +196,12 @@ class LockManager {
     // request that must wait would wait for this very thread.
     const holding = this.#involved(r.name)
     const ask = r.ifAvailable || (holding && !r.steal) ? flags | C.IF_AVAILABLE : flags
-    const res = native.hostRequest(this.#handle, r.name, ask)
+    // The timeout bounds the wait for the table's critical section too
+    // (a process may be stopped inside it), and then the wait for the
+    // lock with what is left.
+    const started = Date.now()
+    const res = native.hostRequest(this.#handle, r.name, ask, r.timeout)
+    if (res === C.ETIMEDOUT) throw timeoutError(r.timeout, 'LockManager.requestSync')
     if (typeof res === 'number') throw this.#error(res, 'LockManager.requestSync')
     let [state, node, token, ownerDied] = res
     if (state === C.UNAVAILABLE) {
@@ -132,7 +211,16 @@ class LockManager {
     if (state === C.WAITING) {
       // A worker thread's wait asks now and then whether the worker is
       // being terminated; the main thread's sleeps undisturbed.
-      const waited = native.hostWait(this.#handle, node, r.timeout, !isMainThread)
+      const left = r.timeout < 0 ? -1 : Math.max(0, r.timeout - (Date.now() - started))
+      const waited = native.hostWait(this.#handle, node, left, !isMainThread)
+      if (waited === C.EAGAIN) {
+        // Timed out or interrupted while another process holds the
+        // table's critical section: the worker withdraws the request
+        // (or releases it, if it was granted meanwhile).
+        this.#releaseNode(node)
+        if (r.timeout >= 0 && Date.now() - started >= r.timeout) throw timeoutError(r.timeout, 'LockManager.requestSync')
+        throw interrupted('LockManager.requestSync')
+      }
       if (waited === C.ETIMEDOUT) throw timeoutError(r.timeout, 'LockManager.requestSync')
       if (waited === C.EINTR) throw interrupted('LockManager.requestSync')
       if (typeof waited === 'number') throw this.#error(waited, 'LockManager.requestSync')
@@ -146,7 +234,8 @@ class LockManager {
     return createHeldLock(r.name, r.mode, token, ownerDied, controller.signal, () => {
       if (!this.#entries.has(node)) return false
       this.#forget(e)
-      const was = this.#closed ? C.STOLEN : native.hostRelease(this.#handle, node)
+      // A synchronous call: it may wait for the table's critical section.
+      const was = this.#closed ? C.STOLEN : native.hostRelease(this.#handle, node, -1)
       return was === C.HELD
     })
   }
@@ -154,13 +243,19 @@ class LockManager {
   /** Resolves with the held and pending locks of every process. */
   async query () {
     this.#open('LockManager.query')
-    const rows = native.hostQuery(this.#handle)
-    if (typeof rows === 'number') throw this.#error(rows, 'LockManager.query')
-    const snapshot = { held: [], pending: [] }
-    for (const [name, exclusive, held, clientId, pid] of rows) {
-      ;(held ? snapshot.held : snapshot.pending).push({ name, mode: exclusive ? 'exclusive' : 'shared', clientId, pid })
-    }
-    return snapshot
+    return new Promise((resolve, reject) => {
+      this.#run(C.OP_QUERY, () => native.hostQuery(this.#handle, 0), 0, 0, (rows) => {
+        if (typeof rows === 'number') {
+          reject(this.#error(rows, 'LockManager.query'))
+          return
+        }
+        const snapshot = { held: [], pending: [] }
+        for (const [name, exclusive, held, clientId, pid] of rows) {
+          ;(held ? snapshot.held : snapshot.pending).push({ name, mode: exclusive ? 'exclusive' : 'shared', clientId, pid })
+        }
+        resolve(snapshot)
+      })
+    })
   }
 
   /**
@@ -183,6 +278,10 @@ class LockManager {
     this.#refs = 0
     busy.delete(this)
     native.hostClose(this.#handle)
+    // Calls still with the worker end with ECLOSED (it was joined).
+    const deferred = [...this.#deferred.values()]
+    this.#deferred.clear()
+    for (const cont of deferred) cont(C.ECLOSED)
   }
 
   /** Diagnostics for the tests: the table's counts. */
@@ -190,15 +289,48 @@ class LockManager {
     this.#open('LockManager.stats')
     const res = native.hostStats(this.#handle)
     if (typeof res === 'number') throw this.#error(res, 'LockManager.stats')
-    const [slot, nodes, slots, names] = res
-    return { slot, nodes, slots, names }
+    const [slot, nodes, slots, names, walked] = res
+    return { slot, nodes, slots, names, walked }
   }
 
   // Called on the event loop when the doorbell rang: applies every grant
   // and steal of this manager's requests.
   [kDoorbell] () {
     if (this.#closed) return
-    const changes = native.hostPoll(this.#handle)
+    // First the answers of the worker (requests it made enter the books
+    // before their grants are polled), then the grants and steals.
+    for (const [id, , res] of native.hostTake(this.#handle)) {
+      const cont = this.#deferred.get(id)
+      if (cont === undefined) continue
+      this.#deferred.delete(id)
+      this.#ref(-1)
+      if (this.#deferred.size === 0 && this.#entries.size === 0) busy.delete(this)
+      cont(res)
+      if (this.#closed) return
+    }
+    // One poll and one rewatch at a time with the worker: one that runs
+    // there later covers every ring before it.
+    if (!this.#pollDeferred) {
+      this.#pollDeferred = this.#run(C.OP_POLL, () => native.hostPoll(this.#handle, 0), 0, 0, (changes) => {
+        this.#pollDeferred = false
+        this.#changes(changes)
+      })
+    }
+    if (!this.#rewatchDeferred && !this.#closed) {
+      this.#rewatchDeferred = this.#run(C.OP_REWATCH, () => native.hostRewatch(this.#handle, 0), 0, 0, (res) => {
+        this.#rewatchDeferred = false
+        // A watcher a steal asked for could not start: the waiting
+        // requests could no longer learn of a death ahead of them, so
+        // they are withdrawn with the error rather than left to hang.
+        if (res === C.ETHREAD) this.#withdrawAll(this.#error(res, 'LockManager.request'))
+      })
+    }
+  }
+
+  // Applies hostPoll's result: the grants and steals of this manager's
+  // requests since the last poll.
+  #changes (changes) {
+    if (this.#closed) return
     if (typeof changes === 'number') {
       this.#lost(this.#error(changes, 'LockManager.request'))
       return
@@ -234,6 +366,17 @@ class LockManager {
     }
   }
 
+  // Withdraws every waiting request of the manager, rejecting it with
+  // `err`.
+  #withdrawAll (err) {
+    for (const e of [...this.#entries.values()]) {
+      if (e.state !== 'waiting' || e.sync) continue
+      this.#forget(e)
+      this.#releaseNode(e.node)
+      e.reject(err)
+    }
+  }
+
   #open (where) {
     if (this.#closed) throw new HostError(codes.ECLOSED, `${where}: the lock manager is closed`)
   }
@@ -266,7 +409,7 @@ class LockManager {
   // Takes an entry out of the manager's books.
   #forget (e) {
     if (!this.#entries.delete(e.node)) return
-    if (this.#entries.size === 0) busy.delete(this)
+    if (this.#entries.size === 0 && this.#deferred.size === 0) busy.delete(this)
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
@@ -311,18 +454,25 @@ class LockManager {
     else later(run)
   }
 
-  // Releases the node of a finished lock; returns the state it had.
-  #finish (e) {
+  // Releases the node of a finished lock; `cont` gets the state it had
+  // (at once, or from the worker when another process holds the table's
+  // critical section).
+  #finish (e, cont = noop) {
     this.#forget(e)
-    if (this.#closed) return C.STOLEN
-    return native.hostRelease(this.#handle, e.node)
+    if (this.#closed) cont(C.STOLEN)
+    else this.#releaseNode(e.node, cont)
   }
 
   #settle (e, ok, value) {
     // The lock is released before the request settles, as in Web Locks.
     const stolen = e.stolen === true
-    const was = this.#entries.has(e.node) ? this.#finish(e) : C.HELD
+    if (this.#entries.has(e.node)) this.#finish(e, (was) => this.#settled(e, stolen, ok, value, was))
+    else this.#settled(e, stolen, ok, value, C.HELD)
+  }
+
+  #settled (e, stolen, ok, value, was) {
     if (stolen) return // rejected already
+    if (was === C.ECLOSED && e.lost === null) e.lost = new HostError(codes.ECLOSED, 'LockManager.close: the lock manager was closed')
     if (was < 0 && e.lost === null) e.lost = this.#error(was, 'LockManager.request')
     if (e.lost !== null) {
       e.reject(e.lost)
@@ -371,6 +521,10 @@ class LockManager {
         return new HostError(codes.EFULL, `${where}: the table in ${this.#path} has no free name entry (${C.NAMES} names at most)`)
       case C.ENODES:
         return new HostError(codes.EFULL, `${where}: the table in ${this.#path} has no free request node (${C.NODES} requests at most)`)
+      case C.ECLOSED:
+        return new HostError(codes.ECLOSED, `${where}: the lock manager was closed`)
+      case C.ETHREAD:
+        return new HostError('EAGAIN', `${where}: cannot start a thread (the process or user reached its limit of threads); the request was withdrawn`)
       default:
         return new LockError(lockCodes.EBUSY, `${where}: unexpected result ${code} of the table`)
     }

@@ -28,6 +28,7 @@ napi_value tl__host_exports(napi_env env, napi_value exports);
 
 #ifdef TL_HOST_SUPPORTED
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ napi_value tl__host_exports(napi_env env, napi_value exports);
 
 /* One attachment as JavaScript holds it (an external). */
 typedef struct tl_hostref_s tl_hostref_t;
+typedef struct tl_op_s tl_op_t;
 struct tl_hostref_s {
   /* Set at attach, cleared by close on the JS thread, which first takes
    * the attachment away from its helper (tl__proc_remove): from then on
@@ -58,6 +60,14 @@ struct tl_hostref_s {
   int broken;         /* its table can no longer be read: left out */
   uint32_t seen;      /* the doorbell value the process helper acted on */
   tl_hostref_t *next; /* in tl__proc.list */
+  /* The worker (see hostDefer): started and joined on the JS thread. The
+   * queues and `worker_stop` are protected by `ops_lock`; `ops_word` is
+   * the worker's futex word, bumped when `todo` grows or it must stop. */
+  tl_hp_thread_t *worker;
+  tl_hp_mutex_t *ops_lock;
+  tl_op_t *todo, **todo_tail, *done, **done_tail;
+  int worker_stop;
+  _Atomic uint32_t ops_word;
 };
 
 /* The process's attachments and its helper thread. Everything here is
@@ -80,7 +90,7 @@ struct tl_hostref_s {
  * - Lock order: the process lock, then (in tl_host_doorbell_check) the
  *   attachment's own locks; no thread holding those takes the process
  *   lock.
- * - Doorbells are rung with a wake of every sleeper (core.c): a helper
+ * - Doorbells are rung with a wake of every sleeper (doorbell.c): a helper
  *   woken through one word stays queued on the others until it runs, and
  *   must not swallow a wake meant for the helper now in charge. */
 static struct {
@@ -164,6 +174,7 @@ tl__host_helper(void *data)
 }
 
 static void tl__proc_exit(void);
+static void tl__worker_stop(tl_hostref_t *r);
 
 /* Puts a new attachment in the list and gives it a helper: the process
  * helper (started now if there is none), or its own thread. JS thread.
@@ -270,6 +281,7 @@ tl__proc_exit(void)
       tl__hp_thread_join(r->helper);
       r->helper = NULL;
     }
+    tl__worker_stop(r);
     tl_host_stop_watchers(r->h);
   }
   tl__hp_process_unlock();
@@ -303,11 +315,20 @@ tl__host_close(tl_hostref_t *r, int remove_hook)
   r->closed = 1;
   /* After this no helper thread reads r or r->h. */
   tl__proc_remove(r);
+  tl__worker_stop(r);
   tl_host_detach(r->h);
   r->h = NULL;
   napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
   if (remove_hook)
     napi_remove_env_cleanup_hook(r->env, tl__host_cleanup, r);
+}
+
+static void
+tl__hostref_free(tl_hostref_t *r)
+{
+  if (r->ops_lock != NULL)
+    tl__hp_mutex_free(r->ops_lock);
+  free(r);
 }
 
 static void
@@ -323,7 +344,7 @@ tl__host_finalize(napi_env env, void *data, void *hint)
   (void)env;
   (void)hint;
   tl__host_close(r, 1);
-  free(r);
+  tl__hostref_free(r);
 }
 
 static tl_hostref_t *
@@ -404,13 +425,22 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
   }
   r->h = h;
   r->env = env;
+  r->todo_tail = &r->todo;
+  r->done_tail = &r->done;
+  r->ops_lock = tl__hp_mutex_new();
+  if (r->ops_lock == NULL) {
+    tl_host_detach(h);
+    free(r);
+    napi_throw_error(env, NULL, "threadlock/host: out of memory");
+    return NULL;
+  }
   TL_NAPI_CALL(env, napi_create_string_utf8(env, "threadlock/host",
                                             NAPI_AUTO_LENGTH, &name));
   if (napi_create_threadsafe_function(env, argv[1], NULL, name, 0, 1, NULL,
                                       NULL, r, tl__host_call_js,
                                       &r->tsfn) != napi_ok) {
     tl_host_detach(h);
-    free(r);
+    tl__hostref_free(r);
     napi_throw_error(env, NULL, "threadlock/host: cannot create the callback");
     return NULL;
   }
@@ -419,9 +449,15 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
   if (tl__proc_add(r) != 0) {
     napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
     tl_host_detach(h);
-    free(r);
-    napi_throw_error(env, NULL, "threadlock/host: cannot start a thread");
-    return NULL;
+    tl__hostref_free(r);
+    items[0] = tl__int(env, TL_HOST_ESYS);
+    items[1] = tl__int(env, EAGAIN);
+    TL_NAPI_CALL(env, napi_create_string_utf8(
+                          env,
+                          "cannot start the helper thread (the process or user "
+                          "reached its limit of threads)",
+                          NAPI_AUTO_LENGTH, &items[2]));
+    return tl__array(env, items, 3);
   }
   napi_add_env_cleanup_hook(env, tl__host_cleanup, r);
   TL_NAPI_CALL(env,
@@ -429,29 +465,89 @@ tl_napi_host_attach(napi_env env, napi_callback_info info)
   return result;
 }
 
-/* hostRequest(handle, name, flags) -> [state, node, token, ownerDied], or
- * a negative error number. */
-static napi_value
-tl_napi_host_request(napi_env env, napi_callback_info info)
-{
-  napi_value argv[3], items[4];
-  char name[TL_HOST_NAME_MAX + 2];
-  size_t len;
-  int32_t flags;
-  uint32_t node = 0;
-  uint64_t token = 0;
-  int died = 0;
+/* What poll and query collect under the table's lock, converted after
+ * (on the JS thread, or later when the worker collected them). */
+typedef struct {
+  uint32_t node;
+  int state;
+  uint64_t token;
+  int died;
+} tl_poll_item_t;
 
-  TL_GET_ARGS(env, info, 3, argv);
-  tl_hostref_t *r = tl__host_ref(env, argv[0]);
-  if (r == NULL)
-    return NULL;
-  TL_NAPI_CALL(
-      env, napi_get_value_string_utf8(env, argv[1], name, sizeof(name), &len));
-  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[2], &flags));
+typedef struct {
+  tl_poll_item_t *items;
+  size_t n, cap;
+  int oom;
+} tl_poll_list_t;
+
+typedef struct {
+  uint16_t name[TL_HOST_NAME_MAX];
+  size_t len;
+  int exclusive, held;
+  uint64_t client;
+  uint32_t pid;
+} tl_query_item_t;
+
+typedef struct {
+  tl_query_item_t *items;
+  size_t n, cap;
+  int oom;
+} tl_query_list_t;
+
+/* Grows a list of `size`-byte items by one; NULL when out of memory. */
+static void *
+tl__list_push(void **items, size_t *n, size_t *cap, size_t size, int *oom)
+{
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p = realloc(*items, c * size);
+    if (p == NULL) {
+      *oom = 1;
+      return NULL;
+    }
+    *items = p;
+    *cap = c;
+  }
+  return (char *)*items + (*n)++ * size;
+}
+
+static void
+tl__poll_visit(void *data, uint32_t node, int state, uint64_t token,
+               int owner_died)
+{
+  tl_poll_list_t *l = data;
+  tl_poll_item_t *it =
+      tl__list_push((void **)&l->items, &l->n, &l->cap, sizeof(*it), &l->oom);
+  if (it != NULL)
+    *it = (tl_poll_item_t){ node, state, token, owner_died };
+}
+
+static void
+tl__query_visit(void *data, const uint16_t *name, size_t len, int exclusive,
+                int held, uint64_t client, uint32_t pid)
+{
+  tl_query_list_t *q = data;
+  tl_query_item_t *it =
+      tl__list_push((void **)&q->items, &q->n, &q->cap, sizeof(*it), &q->oom);
+  if (it == NULL)
+    return;
   if (len > TL_HOST_NAME_MAX)
-    return tl__int(env, TL_HOST_ENAMES);
-  int st = tl_host_request(r->h, name, len, flags, &node, &token, &died);
+    len = TL_HOST_NAME_MAX;
+  memcpy(it->name, name, len * sizeof(uint16_t));
+  it->len = len;
+  it->exclusive = exclusive;
+  it->held = held;
+  it->client = client;
+  it->pid = pid;
+}
+
+/* [state, node, token, ownerDied], or the negative error. */
+static napi_value
+tl__request_result(napi_env env, int st, uint32_t node, uint64_t token,
+                   int died)
+{
+  napi_value items[4];
+
   if (st < 0)
     return tl__int(env, st);
   items[0] = tl__int(env, st);
@@ -459,6 +555,105 @@ tl_napi_host_request(napi_env env, napi_callback_info info)
   items[2] = tl__big(env, token);
   TL_NAPI_CALL(env, napi_get_boolean(env, died != 0, &items[3]));
   return tl__array(env, items, 4);
+}
+
+/* [[node, state, token, ownerDied], ...], or the negative error. */
+static napi_value
+tl__poll_result(napi_env env, int st, tl_poll_list_t *l)
+{
+  napi_value out, items[4], entry;
+
+  if (st < 0)
+    return tl__int(env, st);
+  if (l->oom) {
+    napi_throw_error(env, NULL, "threadlock/host: out of memory");
+    return NULL;
+  }
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, l->n, &out));
+  for (size_t i = 0; i < l->n; i++) {
+    items[0] = tl__int(env, l->items[i].node);
+    items[1] = tl__int(env, l->items[i].state);
+    items[2] = tl__big(env, l->items[i].token);
+    TL_NAPI_CALL(env, napi_get_boolean(env, l->items[i].died != 0, &items[3]));
+    entry = tl__array(env, items, 4);
+    if (entry == NULL)
+      return NULL;
+    TL_NAPI_CALL(env, napi_set_element(env, out, (uint32_t)i, entry));
+  }
+  return out;
+}
+
+/* [[name, exclusive, held, clientId, pid], ...], or the negative error. */
+static napi_value
+tl__query_result(napi_env env, int st, tl_query_list_t *q)
+{
+  napi_value out, items[5], entry;
+  char id[24];
+
+  if (st < 0)
+    return tl__int(env, st);
+  if (q->oom) {
+    napi_throw_error(env, NULL, "threadlock/host: out of memory");
+    return NULL;
+  }
+  TL_NAPI_CALL(env, napi_create_array_with_length(env, q->n, &out));
+  for (size_t i = 0; i < q->n; i++) {
+    tl_query_item_t *it = &q->items[i];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)it->client);
+    TL_NAPI_CALL(env, napi_create_string_utf16(env, (const char16_t *)it->name,
+                                               it->len, &items[0]));
+    TL_NAPI_CALL(env, napi_get_boolean(env, it->exclusive, &items[1]));
+    TL_NAPI_CALL(env, napi_get_boolean(env, it->held, &items[2]));
+    TL_NAPI_CALL(env,
+                 napi_create_string_utf8(env, id, NAPI_AUTO_LENGTH, &items[3]));
+    TL_NAPI_CALL(env, napi_create_uint32(env, it->pid, &items[4]));
+    entry = tl__array(env, items, 5);
+    if (entry == NULL)
+      return NULL;
+    TL_NAPI_CALL(env, napi_set_element(env, out, (uint32_t)i, entry));
+  }
+  return out;
+}
+
+/* Reads a name argument into `name` (room for TL_HOST_NAME_MAX + 2 code
+ * units with its NUL) as UTF-16, JavaScript's own code units; `*len`
+ * exceeds TL_HOST_NAME_MAX when it is too long. */
+static int
+tl__name_arg(napi_env env, napi_value v, uint16_t *name, size_t *len)
+{
+  return napi_get_value_string_utf16(env, v, (char16_t *)name,
+                                     TL_HOST_NAME_MAX + 2, len) == napi_ok
+             ? 0
+             : -1;
+}
+
+/* hostRequest(handle, name, flags, critMs) -> [state, node, token,
+ * ownerDied], or a negative error number (TL_HOST_EAGAIN: critMs was 0
+ * and another process holds the table's critical section). */
+static napi_value
+tl_napi_host_request(napi_env env, napi_callback_info info)
+{
+  napi_value argv[4];
+  uint16_t name[TL_HOST_NAME_MAX + 2];
+  size_t len;
+  int32_t flags;
+  int64_t crit;
+  uint32_t node = 0;
+  uint64_t token = 0;
+  int died = 0;
+
+  TL_GET_ARGS(env, info, 4, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  if (tl__name_arg(env, argv[1], name, &len) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[2], &flags));
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[3], &crit));
+  if (len > TL_HOST_NAME_MAX)
+    return tl__int(env, TL_HOST_ENAMES);
+  int st = tl_host_request(r->h, name, len, flags, crit, &node, &token, &died);
+  return tl__request_result(env, st, node, token, died);
 }
 
 /* hostWait(handle, node, timeoutMs, probe) -> [state, token, ownerDied] or
@@ -502,140 +697,328 @@ tl_napi_host_wait(napi_env env, napi_callback_info info)
   return tl__array(env, items, 3);
 }
 
-/* hostRelease(handle, node) -> the state the node had. */
+/* hostRelease(handle, node, critMs) -> the state the node had, or a
+ * negative error number. */
 static napi_value
 tl_napi_host_release(napi_env env, napi_callback_info info)
 {
-  napi_value argv[2];
+  napi_value argv[3];
   uint32_t node;
+  int64_t crit;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[1], &node));
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[2], &crit));
+  return tl__int(env, tl_host_release(r->h, node, crit));
+}
+
+/* hostPoll(handle, critMs) -> [[node, state, token, ownerDied], ...], or a
+ * negative error number. */
+static napi_value
+tl_napi_host_poll(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2], out;
+  tl_poll_list_t l = { 0 };
+  int64_t crit;
 
   TL_GET_ARGS(env, info, 2, argv);
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[1], &node));
-  return tl__int(env, tl_host_release(r->h, node));
-}
-
-/* What poll and query collect under the table's lock, converted after. */
-typedef struct {
-  uint32_t node;
-  int state;
-  uint64_t token;
-  int died;
-} tl_poll_item_t;
-
-typedef struct {
-  tl_poll_item_t *items;
-  size_t n, cap;
-  int oom;
-} tl_poll_list_t;
-
-static void
-tl__poll_visit(void *data, uint32_t node, int state, uint64_t token,
-               int owner_died)
-{
-  tl_poll_list_t *l = data;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 16;
-    tl_poll_item_t *p = realloc(l->items, cap * sizeof(*p));
-    if (p == NULL) {
-      l->oom = 1;
-      return;
-    }
-    l->items = p;
-    l->cap = cap;
-  }
-  l->items[l->n++] = (tl_poll_item_t){ node, state, token, owner_died };
-}
-
-/* hostPoll(handle) -> [[node, state, token, ownerDied], ...], or a
- * negative error number. */
-static napi_value
-tl_napi_host_poll(napi_env env, napi_callback_info info)
-{
-  napi_value argv[1], out, items[4], entry;
-  tl_poll_list_t l = { 0 };
-
-  TL_GET_ARGS(env, info, 1, argv);
-  tl_hostref_t *r = tl__host_ref(env, argv[0]);
-  if (r == NULL)
-    return NULL;
-  int st = tl_host_poll(r->h, tl__poll_visit, &l);
-  if (st < 0) {
-    free(l.items);
-    return tl__int(env, st);
-  }
-  if (napi_create_array_with_length(env, l.n, &out) != napi_ok)
-    goto fail;
-  for (size_t i = 0; i < l.n; i++) {
-    items[0] = tl__int(env, l.items[i].node);
-    items[1] = tl__int(env, l.items[i].state);
-    items[2] = tl__big(env, l.items[i].token);
-    if (napi_get_boolean(env, l.items[i].died != 0, &items[3]) != napi_ok)
-      goto fail;
-    entry = tl__array(env, items, 4);
-    if (entry == NULL ||
-        napi_set_element(env, out, (uint32_t)i, entry) != napi_ok)
-      goto fail;
-  }
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[1], &crit));
+  int st = tl_host_poll(r->h, tl__poll_visit, &l, crit);
+  out = tl__poll_result(env, st, &l);
   free(l.items);
   return out;
-fail:
-  free(l.items);
-  return NULL;
 }
 
-typedef struct {
-  napi_env env;
-  napi_value out;
-  uint32_t n;
-  int failed;
-} tl_query_list_t;
-
-static void
-tl__query_visit(void *data, const char *name, size_t len, int exclusive,
-                int held, uint64_t client, uint32_t pid)
-{
-  tl_query_list_t *q = data;
-  napi_env env = q->env;
-  napi_value items[5], entry;
-  char id[24];
-
-  if (q->failed)
-    return;
-  snprintf(id, sizeof(id), "%llu", (unsigned long long)client);
-  if (napi_create_string_utf8(env, name, len, &items[0]) != napi_ok ||
-      napi_get_boolean(env, exclusive, &items[1]) != napi_ok ||
-      napi_get_boolean(env, held, &items[2]) != napi_ok ||
-      napi_create_string_utf8(env, id, NAPI_AUTO_LENGTH, &items[3]) !=
-          napi_ok ||
-      napi_create_uint32(env, pid, &items[4]) != napi_ok) {
-    q->failed = 1;
-    return;
-  }
-  entry = tl__array(env, items, 5);
-  if (entry == NULL || napi_set_element(env, q->out, q->n++, entry) != napi_ok)
-    q->failed = 1;
-}
-
-/* hostQuery(handle) -> [[name, exclusive, held, clientId, pid], ...] or a
- * negative error number. */
+/* hostQuery(handle, critMs) -> [[name, exclusive, held, clientId, pid],
+ * ...] or a negative error number. */
 static napi_value
 tl_napi_host_query(napi_env env, napi_callback_info info)
 {
-  napi_value argv[1];
-  tl_query_list_t q = { env, NULL, 0, 0 };
+  napi_value argv[2], out;
+  tl_query_list_t q = { 0 };
+  int64_t crit;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[1], &crit));
+  int st = tl_host_query(r->h, tl__query_visit, &q, crit);
+  out = tl__query_result(env, st, &q);
+  free(q.items);
+  return out;
+}
+
+/* hostRewatch(handle, critMs) -> 0 or a negative error number. */
+static napi_value
+tl_napi_host_rewatch(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2];
+  int64_t crit;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[1], &crit));
+  return tl__int(env, tl_host_rewatch(r->h, crit));
+}
+
+/* ---- the worker: calls that may wait for another process --------------
+ *
+ * An event loop never waits for the table's critical section: its calls
+ * pass critMs 0, and when another process holds the section (it may be
+ * stopped there for ever) the call is handed here, to the attachment's
+ * worker thread, which waits as long as it takes and hands the result
+ * back through the doorbell's threadsafe function (hostTake). The worker
+ * starts with the first call handed to it and is joined at close. Calls
+ * run in the order they were handed over; lib/host/ hands over every
+ * later request too while any waits here, so that a manager's requests
+ * keep their order. */
+
+enum {
+  TL_OP_REQUEST = 1,
+  TL_OP_RELEASE = 2,
+  TL_OP_POLL = 3,
+  TL_OP_QUERY = 4,
+  TL_OP_REWATCH = 5
+};
+
+/* The worker re-checks `stop` this often while it waits for the
+ * section. */
+#define TL_WORKER_SLICE_MS 100
+
+struct tl_op_s {
+  tl_op_t *next;
+  int kind;
+  int32_t id; /* lib/host/'s, given back with the result */
+  int32_t flags;
+  uint32_t node;
+  size_t len;
+  uint16_t name[TL_HOST_NAME_MAX];
+  /* The result, written by the worker before the op moves to `done`. */
+  int rc;
+  uint64_t token;
+  int died;
+  tl_poll_list_t poll;
+  tl_query_list_t query;
+};
+
+static void
+tl__op_free(tl_op_t *op)
+{
+  free(op->poll.items);
+  free(op->query.items);
+  free(op);
+}
+
+static void
+tl__op_run(tl_hostref_t *r, tl_op_t *op)
+{
+  for (;;) {
+    switch (op->kind) {
+    case TL_OP_REQUEST:
+      op->rc =
+          tl_host_request(r->h, op->name, op->len, op->flags,
+                          TL_WORKER_SLICE_MS, &op->node, &op->token, &op->died);
+      break;
+    case TL_OP_RELEASE:
+      op->rc = tl_host_release(r->h, op->node, TL_WORKER_SLICE_MS);
+      break;
+    case TL_OP_POLL:
+      op->poll.n = 0;
+      op->rc =
+          tl_host_poll(r->h, tl__poll_visit, &op->poll, TL_WORKER_SLICE_MS);
+      break;
+    case TL_OP_QUERY:
+      op->query.n = 0;
+      op->rc =
+          tl_host_query(r->h, tl__query_visit, &op->query, TL_WORKER_SLICE_MS);
+      break;
+    default:
+      op->rc = tl_host_rewatch(r->h, TL_WORKER_SLICE_MS);
+      break;
+    }
+    if (op->rc != TL_HOST_ETIMEDOUT)
+      return;
+    tl__hp_mutex_lock(r->ops_lock);
+    int stop = r->worker_stop;
+    tl__hp_mutex_unlock(r->ops_lock);
+    if (stop) {
+      op->rc = TL_HOST_ECLOSED;
+      return;
+    }
+  }
+}
+
+static void *
+tl__host_worker(void *data)
+{
+  tl_hostref_t *r = data;
+
+  tl__hp_cancel_point(0);
+  for (;;) {
+    uint32_t w = atomic_load(&r->ops_word);
+    tl__hp_mutex_lock(r->ops_lock);
+    int stop = r->worker_stop;
+    tl_op_t *op = stop ? NULL : r->todo;
+    if (op != NULL) {
+      r->todo = op->next;
+      if (r->todo == NULL)
+        r->todo_tail = &r->todo;
+    }
+    tl__hp_mutex_unlock(r->ops_lock);
+    if (stop)
+      break;
+    if (op == NULL) {
+      tl__hp_wait((uint32_t *)&r->ops_word, w, -1);
+      continue;
+    }
+    op->next = NULL;
+    tl__op_run(r, op);
+    tl__hp_mutex_lock(r->ops_lock);
+    *r->done_tail = op;
+    r->done_tail = &op->next;
+    tl__hp_mutex_unlock(r->ops_lock);
+    tl__host_ring(r);
+  }
+  return NULL;
+}
+
+/* Stops and joins the worker and frees every op. JS thread, at close. */
+static void
+tl__worker_stop(tl_hostref_t *r)
+{
+  if (r->worker != NULL) {
+    tl__hp_mutex_lock(r->ops_lock);
+    r->worker_stop = 1;
+    tl__hp_mutex_unlock(r->ops_lock);
+    atomic_fetch_add(&r->ops_word, 1);
+    tl__hp_wake((uint32_t *)&r->ops_word, 1);
+    tl__hp_thread_join(r->worker);
+    r->worker = NULL;
+  }
+  for (int list = 0; list < 2; list++) {
+    tl_op_t *op = list == 0 ? r->todo : r->done;
+    while (op != NULL) {
+      tl_op_t *next = op->next;
+      tl__op_free(op);
+      op = next;
+    }
+  }
+  r->todo = r->done = NULL;
+  r->todo_tail = &r->todo;
+  r->done_tail = &r->done;
+}
+
+/* hostDefer(handle, kind, id, nameOrNode, flags) -> 0, or TL_HOST_ETHREAD
+ * when the worker thread cannot start (the caller reports it). */
+static napi_value
+tl_napi_host_defer(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5];
+  int32_t kind, id, flags;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[1], &kind));
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[2], &id));
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[4], &flags));
+  tl_op_t *op = calloc(1, sizeof(*op));
+  if (op == NULL) {
+    napi_throw_error(env, NULL, "threadlock/host: out of memory");
+    return NULL;
+  }
+  op->kind = kind;
+  op->id = id;
+  op->flags = flags;
+  if (kind == TL_OP_REQUEST) {
+    uint16_t name[TL_HOST_NAME_MAX + 2];
+    if (tl__name_arg(env, argv[3], name, &op->len) != 0 ||
+        op->len > TL_HOST_NAME_MAX) {
+      free(op);
+      napi_throw_range_error(env, NULL, "threadlock/host: bad name");
+      return NULL;
+    }
+    memcpy(op->name, name, op->len * sizeof(uint16_t));
+  } else if (kind == TL_OP_RELEASE) {
+    TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[3], &op->node));
+  }
+  if (r->worker == NULL) {
+    r->worker_stop = 0;
+    r->worker = tl__hp_thread_start(tl__host_worker, r, "tl-host-worker");
+    if (r->worker == NULL) {
+      free(op);
+      return tl__int(env, TL_HOST_ETHREAD);
+    }
+  }
+  tl__hp_mutex_lock(r->ops_lock);
+  *r->todo_tail = op;
+  r->todo_tail = &op->next;
+  tl__hp_mutex_unlock(r->ops_lock);
+  atomic_fetch_add(&r->ops_word, 1);
+  tl__hp_wake((uint32_t *)&r->ops_word, 1);
+  return tl__int(env, 0);
+}
+
+/* hostTake(handle) -> [[id, kind, result], ...]: the results of the calls
+ * the worker finished, in order; each result as the direct call returns
+ * it. */
+static napi_value
+tl_napi_host_take(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], out, items[3], entry;
+  uint32_t n = 0;
 
   TL_GET_ARGS(env, info, 1, argv);
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  TL_NAPI_CALL(env, napi_create_array(env, &q.out));
-  int st = tl_host_query(r->h, tl__query_visit, &q);
-  if (q.failed)
-    return NULL;
-  return st < 0 ? tl__int(env, st) : q.out;
+  tl__hp_mutex_lock(r->ops_lock);
+  tl_op_t *op = r->done;
+  r->done = NULL;
+  r->done_tail = &r->done;
+  tl__hp_mutex_unlock(r->ops_lock);
+  TL_NAPI_CALL(env, napi_create_array(env, &out));
+  while (op != NULL) {
+    tl_op_t *next = op->next;
+    items[0] = tl__int(env, op->id);
+    items[1] = tl__int(env, op->kind);
+    switch (op->kind) {
+    case TL_OP_REQUEST:
+      items[2] = tl__request_result(env, op->rc, op->node, op->token, op->died);
+      break;
+    case TL_OP_POLL:
+      items[2] = tl__poll_result(env, op->rc, &op->poll);
+      break;
+    case TL_OP_QUERY:
+      items[2] = tl__query_result(env, op->rc, &op->query);
+      break;
+    default:
+      items[2] = tl__int(env, op->rc);
+      break;
+    }
+    tl__op_free(op);
+    op = next;
+    if (items[2] == NULL || (entry = tl__array(env, items, 3)) == NULL ||
+        napi_set_element(env, out, n++, entry) != napi_ok) {
+      while (op != NULL) {
+        next = op->next;
+        tl__op_free(op);
+        op = next;
+      }
+      return NULL;
+    }
+  }
+  return out;
 }
 
 /* hostRef(handle, keepAlive): whether the doorbell keeps the loop alive. */
@@ -669,24 +1052,26 @@ tl_napi_host_close(napi_env env, napi_callback_info info)
   return NULL;
 }
 
-/* hostStats(handle) -> [slot, nodes in use, slots attached, names], or a
- * negative error number. */
+/* hostStats(handle) -> [slot, nodes in use, slots attached, names,
+ * walked], or a negative error number. */
 static napi_value
 tl_napi_host_stats(napi_env env, napi_callback_info info)
 {
-  napi_value argv[1], items[4];
+  napi_value argv[1], items[5];
   uint32_t v[4];
+  uint64_t walked = 0;
 
   TL_GET_ARGS(env, info, 1, argv);
   tl_hostref_t *r = tl__host_ref(env, argv[0]);
   if (r == NULL)
     return NULL;
-  int st = tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3]);
+  int st = tl_host_stats(r->h, &v[0], &v[1], &v[2], &v[3], &walked);
   if (st < 0)
     return tl__int(env, st);
   for (int i = 0; i < 4; i++)
     items[i] = tl__int(env, v[i]);
-  return tl__array(env, items, 4);
+  items[4] = tl__int(env, (int64_t)walked);
+  return tl__array(env, items, 5);
 }
 
 napi_value
@@ -702,6 +1087,9 @@ tl__host_exports(napi_env env, napi_value exports)
     { "hostRelease", tl_napi_host_release },
     { "hostPoll", tl_napi_host_poll },
     { "hostQuery", tl_napi_host_query },
+    { "hostRewatch", tl_napi_host_rewatch },
+    { "hostDefer", tl_napi_host_defer },
+    { "hostTake", tl_napi_host_take },
     { "hostRef", tl_napi_host_ref },
     { "hostClose", tl_napi_host_close },
     { "hostStats", tl_napi_host_stats },
@@ -732,6 +1120,14 @@ tl__host_exports(napi_env env, napi_value exports)
     { "ETIMEDOUT", TL_HOST_ETIMEDOUT },
     { "EINTR", TL_HOST_EINTR },
     { "ENOTMINE", TL_HOST_ENOTMINE },
+    { "EAGAIN", TL_HOST_EAGAIN },
+    { "ETHREAD", TL_HOST_ETHREAD },
+    { "ECLOSED", TL_HOST_ECLOSED },
+    { "OP_REQUEST", TL_OP_REQUEST },
+    { "OP_RELEASE", TL_OP_RELEASE },
+    { "OP_POLL", TL_OP_POLL },
+    { "OP_QUERY", TL_OP_QUERY },
+    { "OP_REWATCH", TL_OP_REWATCH },
     { "ESYS", TL_HOST_ESYS },
     { "EFSTYPE", TL_HOST_EFSTYPE },
     { "EUNSAFE", TL_HOST_EUNSAFE },

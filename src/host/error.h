@@ -21,7 +21,12 @@ enum {
   TL_HOST_EFSTYPE = -9,   /* a network or virtual file system */
   TL_HOST_EUNSAFE = -10,  /* another user could write, replace or link it */
   TL_HOST_EVERSION = -11, /* a table of another layout version in use */
-  TL_HOST_EATTACH = -12   /* anything else that prevents attaching */
+  TL_HOST_EATTACH = -12,  /* anything else that prevents attaching */
+  /* The critical section is held by another process (or another thread
+   * of this attachment), and the caller asked not to wait for it. */
+  TL_HOST_EAGAIN = -13,
+  /* A thread the request needs (a watcher) could not start. */
+  TL_HOST_ETHREAD = -14
 };
 
 #define TL_HOST_ERROR_MAX 600

@@ -19,7 +19,9 @@
 #define TL_HOST_SLOTS 128
 #define TL_HOST_NAMES 1024
 #define TL_HOST_NODES 4096
-#define TL_HOST_NAME_MAX 255 /* bytes of UTF-8 */
+/* Names are stored as UTF-16 code units (JavaScript's strings); lib/host/
+ * bounds them at 255 bytes of UTF-8, which is at most 255 units. */
+#define TL_HOST_NAME_MAX 255 /* UTF-16 code units */
 
 /* Request flags. */
 enum {
@@ -49,10 +51,19 @@ tl_host_t *tl_host_attach(const char *dir, tl_host_error_t *e);
  * and frees it. Must not run concurrently with any other call on it. */
 void tl_host_detach(tl_host_t *h);
 
+/* `crit_ms` of the calls below: how long the call may wait for the
+ * table's critical section while another process (or another thread of
+ * this attachment) holds it: < 0 without a limit, 0 not at all (the call
+ * then returns TL_HOST_EAGAIN and changes nothing: an event loop hands it
+ * to a thread that may wait), > 0 that many milliseconds (then
+ * TL_HOST_ETIMEDOUT). A process stopped inside the section delays every
+ * call that waits for it. */
+
 /* Requests `name`. Returns the node's state (HELD, WAITING) or
  * UNAVAILABLE, or a negative error; `*node` names the request. */
-int tl_host_request(tl_host_t *h, const char *name, size_t len, int flags,
-                    uint32_t *node, uint64_t *token, int *owner_died);
+int tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
+                    int64_t crit_ms, uint32_t *node, uint64_t *token,
+                    int *owner_died);
 
 /* Asked between slices of `slice_ms` of a blocking wait: nonzero when the
  * waiting thread must stop (its worker is being terminated). */
@@ -64,27 +75,36 @@ typedef struct {
 
 /* Blocks the calling thread until a SYNC node is no longer waiting, or
  * `timeout_ms` (< 0: none) ran out (TL_HOST_ETIMEDOUT), or `stop` (NULL:
- * never) said so (TL_HOST_EINTR); in both cases the request is withdrawn.
- * Returns HELD or STOLEN. */
+ * never) said so (TL_HOST_EINTR); in both cases the request is withdrawn,
+ * unless another process holds the critical section: then it returns
+ * TL_HOST_EAGAIN, and the caller must release the node (it may have been
+ * granted meanwhile) from a thread that may wait. Returns HELD or STOLEN. */
 int tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
                  const tl_host_stop_t *stop, uint64_t *token, int *owner_died);
 
 /* Releases a held lock, or withdraws a waiting request. Returns the state
  * the node had: HELD, WAITING or STOLEN. */
-int tl_host_release(tl_host_t *h, uint32_t node);
+int tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms);
 
 /* Reports the nodes of the attachment whose state changed since the last
  * poll (grants and steals). `visit` runs with the table locked: it must
  * only copy. */
 typedef void (*tl_host_poll_cb)(void *data, uint32_t node, int state,
                                 uint64_t token, int owner_died);
-int tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data);
+int tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data,
+                 int64_t crit_ms);
 
 /* Lists every request of every attachment. */
-typedef void (*tl_host_query_cb)(void *data, const char *name, size_t len,
+typedef void (*tl_host_query_cb)(void *data, const uint16_t *name, size_t len,
                                  int exclusive, int held, uint64_t client,
                                  uint32_t pid);
-int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data);
+int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data,
+                  int64_t crit_ms);
+
+/* After a steal put another process ahead of this attachment's waiting
+ * requests (the slot's `rewatch` word moved): starts the watchers of the
+ * processes now ahead. The doorbell's event-loop call asks for it. */
+int tl_host_rewatch(tl_host_t *h, int64_t crit_ms);
 
 /* The doorbell: a word of the attachment's slot, bumped and woken for
  * every grant or steal that concerns one of its async requests. The glue's
@@ -93,9 +113,8 @@ int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data);
  * every wake: 1 when the word moved past `*seen` (then updated), 0 when
  * not, -1 when the table can no longer be read (the file shrank or was
  * rebuilt: the attachment must leave the helper's set, whose futex wait
- * on it would fail at once); the check also starts the watchers a steal
- * asked for. Only one thread
- * at a time may check an attachment, and never after tl_host_detach.
+ * on it would fail at once). It never takes the critical section. Only one
+ * thread at a time may check an attachment, and never after tl_host_detach.
  *
  * The fallback without futex_waitv, one helper thread per attachment:
  * tl_host_doorbell_wait sleeps on this one word until it rang (returns 0),
@@ -116,8 +135,9 @@ void tl_host_doorbell_stop(tl_host_t *h);
  * calls it too. */
 void tl_host_stop_watchers(tl_host_t *h);
 
-/* Diagnostics for the tests: the slot, nodes in use, attached slots. */
+/* Diagnostics for the tests: the slot, nodes in use, attached slots,
+ * names in use, and the requests this attachment's list walks visited. */
 int tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes,
-                  uint32_t *slots, uint32_t *names);
+                  uint32_t *slots, uint32_t *names, uint64_t *walked);
 
 #endif

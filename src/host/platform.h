@@ -1,6 +1,6 @@
 /* The operating-system calls of threadlock/host, behind one small interface
- * so that the table protocol (core.c) never names a system call. Linux
- * implements it in platform_linux.c; macOS (os_sync_wait_on_address with
+ * so that the table protocol (src/host/table.h) never names a system call.
+ * Linux implements it in platform_linux.c; macOS (os_sync_wait_on_address with
  * the shared flag, kqueue) and Windows (named events and mutexes,
  * LockFileEx) are each one more file implementing the same functions.
  *
@@ -10,6 +10,7 @@
 #define TL_HOST_PLATFORM_H_
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -51,6 +52,9 @@ void tl__hp_boot_id(uint8_t out[16]);
 /* Reads `len` bytes at `offset` of the file (without mapping it).
  * Returns the number read, or -1. */
 long tl__hp_read(int fd, void *buf, size_t len, uint64_t offset);
+/* Writes `len` bytes at `offset` and waits until they are on the disk
+ * (fdatasync). Returns 0, or -1 with errno. */
+int tl__hp_write_sync(int fd, const void *buf, size_t len, uint64_t offset);
 
 /* Byte-range locks owned by the open file description (not the process),
  * dropped by the kernel when the last descriptor of it closes, that is,
@@ -112,6 +116,12 @@ tl_hp_thread_t *tl__hp_thread_start(void *(*fn)(void *), void *arg,
 void tl__hp_thread_cancel(tl_hp_thread_t *t);
 void tl__hp_thread_join(tl_hp_thread_t *t);
 void tl__hp_cancel_point(int enabled);
+/* tl__hp_lock_wait as the one cancellation point of a watcher thread:
+ * cancellation is enabled only while it waits, and a cancelled wait sets
+ * `*ended` to 1 as its thread ends (so that its owner knows it may join
+ * it without waiting). Returns as tl__hp_lock_wait. */
+int tl__hp_lock_wait_cancellable(int fd, uint64_t byte, int exclusive,
+                                 _Atomic int *ended);
 
 /* A process-local mutex, for the attachment's own bookkeeping. */
 typedef struct tl_hp_mutex_s tl_hp_mutex_t;
@@ -119,6 +129,10 @@ tl_hp_mutex_t *tl__hp_mutex_new(void);
 void tl__hp_mutex_free(tl_hp_mutex_t *m);
 void tl__hp_mutex_lock(tl_hp_mutex_t *m);
 void tl__hp_mutex_unlock(tl_hp_mutex_t *m);
+/* 0 when taken; -1 when another thread holds it (trylock), or still held
+ * after `timeout_ms`. */
+int tl__hp_mutex_trylock(tl_hp_mutex_t *m);
+int tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms);
 
 /* The one process-wide mutex of the glue's process helper (statically
  * initialised, never freed), and a function run by exit(). */

@@ -127,6 +127,21 @@ tl__hp_read(int fd, void *buf, size_t len, uint64_t offset)
   return (long)n;
 }
 
+int
+tl__hp_write_sync(int fd, const void *buf, size_t len, uint64_t offset)
+{
+  ssize_t n;
+  do
+    n = pwrite(fd, buf, len, (off_t)offset);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)len) {
+    if (n >= 0)
+      errno = ENOSPC;
+    return -1;
+  }
+  return fdatasync(fd);
+}
+
 void
 tl__hp_unlock(int fd, uint64_t byte)
 {
@@ -317,6 +332,15 @@ tl__hp_monotonic_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The tests make one kind of thread fail to start, as a pids limit would
+ * (THREADLOCK_HOST_TEST_NO_THREAD=tl-host-watch): the thread's name. */
+static int
+tl__thread_refused(const char *name)
+{
+  const char *v = getenv("THREADLOCK_HOST_TEST_NO_THREAD");
+  return v != NULL && strcmp(v, name) == 0;
+}
+
 struct tl_hp_thread_s {
   pthread_t thread;
 };
@@ -330,6 +354,11 @@ tl__hp_thread_start(void *(*fn)(void *), void *arg, const char *name)
 
   if (t == NULL)
     return NULL;
+  if (tl__thread_refused(name)) {
+    free(t);
+    errno = EAGAIN;
+    return NULL;
+  }
   pthread_attr_init(&attr);
   /* The threads only wait and walk the table: a small stack will do. */
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -365,6 +394,26 @@ tl__hp_cancel_point(int enabled)
       enabled ? PTHREAD_CANCEL_ENABLE : PTHREAD_CANCEL_DISABLE, &old);
 }
 
+static void
+tl__ended(void *flag)
+{
+  atomic_store((_Atomic int *)flag, 1);
+}
+
+int
+tl__hp_lock_wait_cancellable(int fd, uint64_t byte, int exclusive,
+                             _Atomic int *ended)
+{
+  int r;
+
+  pthread_cleanup_push(tl__ended, (void *)ended);
+  tl__hp_cancel_point(1);
+  r = tl__hp_lock_wait(fd, byte, exclusive);
+  tl__hp_cancel_point(0);
+  pthread_cleanup_pop(0);
+  return r;
+}
+
 struct tl_hp_mutex_s {
   pthread_mutex_t m;
 };
@@ -397,6 +446,33 @@ tl__hp_mutex_unlock(tl_hp_mutex_t *m)
 {
   if (pthread_mutex_unlock(&m->m) != 0)
     abort();
+}
+
+int
+tl__hp_mutex_trylock(tl_hp_mutex_t *m)
+{
+  return pthread_mutex_trylock(&m->m) == 0 ? 0 : -1;
+}
+
+int
+tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms)
+{
+  struct timespec ts;
+
+  /* pthread_mutex_timedlock counts in CLOCK_REALTIME; a jump of the
+   * clock makes this wait shorter or longer, never unbounded. */
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += (time_t)(timeout_ms / 1000);
+  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  int r;
+  do
+    r = pthread_mutex_timedlock(&m->m, &ts);
+  while (r == EINTR);
+  return r == 0 ? 0 : -1;
 }
 
 static pthread_mutex_t tl__process_mutex = PTHREAD_MUTEX_INITIALIZER;

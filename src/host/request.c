@@ -1,0 +1,391 @@
+/* threadlock/host, The request protocol: request, release, the blocking
+ * wait of requestSync, the doorbell's poll, query, and the watchers a steal
+ * asks for.
+ */
+
+#include "table.h"
+
+/* Whether a new request of `excl` at the tail of `e` is grantable now:
+ * nothing waits, and nothing held conflicts. In O(1): a list holds its
+ * held requests first and its waiting ones after them (grants go in
+ * order, stopping at the first request that must wait, and a steal puts
+ * its grant first), so the tail says whether any waits, and the head
+ * whether what is held is exclusive (an exclusive holder is alone). Sets
+ * *dead when the head or the tail in the way belongs to a dead slot (a
+ * dead waiter in the middle is recovered by the watchers behind it). */
+static int
+tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
+{
+  int bad = 0;
+  tl_node_t *head = tl__node_at(h, e->head, &bad);
+  tl_node_t *tail = tl__node_at(h, e->tail, &bad);
+
+  if (bad || (head == NULL) != (tail == NULL))
+    return TL_HOST_ECORRUPT;
+  if (head == NULL)
+    return 1;
+  if (head->slot >= TL_HOST_SLOTS || tail->slot >= TL_HOST_SLOTS)
+    return TL_HOST_ECORRUPT;
+  if (atomic_load(&tail->state) != TL_HOST_WAITING && !excl &&
+      !(head->flags & TL_HOST_EXCLUSIVE))
+    return 1;
+  if (!tl__alive(h, head->slot) || !tl__alive(h, tail->slot))
+    *dead = 1;
+  return 0;
+}
+
+int
+tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
+                int64_t crit_ms, uint32_t *node, uint64_t *token,
+                int *owner_died)
+{
+  int excl = (flags & TL_HOST_EXCLUSIVE) != 0;
+  int r, at, dead = 0;
+  uint8_t ahead[TL_HOST_SLOTS];
+
+  if (len > TL_HOST_NAME_MAX)
+    return TL_HOST_ENAMES;
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  at = tl__name_find(h, name, len, 1);
+  if (at < 0) {
+    r = at;
+    goto out;
+  }
+  tl_name_t *e = &h->t->names[at];
+  tl_node_t *n = tl__node_alloc(h);
+  if (n == NULL) {
+    tl__name_trim(h, (uint32_t)at);
+    r = TL_HOST_ENODES;
+    goto out;
+  }
+  memset(n, 0, sizeof(*n));
+  n->slot = h->slot;
+  n->name = (uint32_t)at;
+  n->flags = (uint32_t)(flags & (TL_HOST_EXCLUSIVE | TL_HOST_SYNC));
+  if (flags & TL_HOST_STEAL) {
+    /* Web Locks "request a lock", steal: every held lock of the name is
+     * released (its owner is told), and the request goes first. */
+    int bad = 0;
+    uint32_t cur = e->head;
+    for (uint32_t steps = 0; cur != 0; steps++) {
+      h->walked++;
+      tl_node_t *c = tl__node_at(h, cur, &bad);
+      if (bad || steps > TL_HOST_NODES) {
+        r = TL_HOST_ECORRUPT;
+        goto out;
+      }
+      cur = c->next;
+      if (atomic_load(&c->state) == TL_HOST_HELD) {
+        tl__list_unlink(h, c);
+        if (c->slot < TL_HOST_SLOTS && tl__alive(h, c->slot)) {
+          atomic_store(&c->state, TL_HOST_STOLEN);
+          tl__ring(h, c, 1);
+        } else {
+          atomic_store(&c->state, TL_HOST_FREE);
+        }
+      } else if (c->slot < TL_HOST_SLOTS && c->slot != h->slot) {
+        /* A waiter now waits behind a new holder: its attachment's helper
+         * makes sure that holder is watched (tl_host_doorbell_wait). */
+        atomic_fetch_add(&h->t->slots[c->slot].rewatch, 1);
+        tl__doorbell_ring(h, c->slot);
+      }
+    }
+    e->died = 0;
+    if (e->head == 0)
+      memset(e->seen, 0, sizeof(e->seen));
+    tl__seen(e, n->slot);
+    n->next = e->head;
+    e->head = tl__node_ref(h, n);
+    if (e->tail == 0)
+      e->tail = e->head;
+    atomic_store(&n->state, TL_HOST_WAITING);
+    tl__grant(h, e, n, 0);
+  } else {
+    r = tl__grantable(h, e, excl, &dead);
+    if (r < 0)
+      goto undo;
+    if (!r && dead) {
+      /* Whoever is in the way died: recover it before deciding. The
+       * recovery may have freed the name's entry (nobody else wanted
+       * it): look it up again. */
+      tl__sweep(h);
+      dead = 0;
+      at = tl__name_find(h, name, len, 1);
+      if (at < 0) {
+        r = at;
+        goto out;
+      }
+      e = &h->t->names[at];
+      n->name = (uint32_t)at;
+      r = tl__grantable(h, e, excl, &dead);
+      if (r < 0)
+        goto undo;
+    }
+    if (!r && (flags & TL_HOST_IF_AVAILABLE)) {
+      r = TL_HOST_UNAVAILABLE;
+      goto undo;
+    }
+    if (!r) {
+      /* The processes ahead are watched (their death noticed) from now
+       * on; the watchers start before the request is linked, so that one
+       * that cannot start leaves nothing behind but an error. */
+      tl__ahead_of(h, e, ahead);
+      if (tl__watch(h, ahead) != 0) {
+        r = TL_HOST_ETHREAD;
+        goto undo;
+      }
+    }
+    atomic_store(&n->state, TL_HOST_WAITING);
+    n->next = 0;
+    uint32_t ref = tl__node_ref(h, n);
+    if (e->tail == 0)
+      memset(e->seen, 0, sizeof(e->seen));
+    tl__seen(e, n->slot);
+    if (e->tail == 0) {
+      e->head = ref;
+    } else {
+      int bad = 0;
+      tl_node_t *last = tl__node_at(h, e->tail, &bad);
+      if (bad) {
+        r = TL_HOST_ECORRUPT;
+        goto undo;
+      }
+      last->next = ref;
+    }
+    if (!r && tl__fault_armed() == 1)
+      raise(SIGKILL); /* the tail still points at the old last node */
+    if (!r && tl__fault_armed() == 2) {
+      /* Stopped inside the section (once), as a debugger or SIGSTOP may. */
+      atomic_store_explicit(&tl__fault, 0, memory_order_relaxed);
+      raise(SIGSTOP);
+    }
+    e->tail = ref;
+    if (r)
+      tl__grant(h, e, n, 0);
+  }
+  h->mine[tl__node_ref(h, n) - 1] = (uint8_t)atomic_load(&n->state);
+  atomic_fetch_add(&h->owned, 1);
+  *node = tl__node_ref(h, n) - 1;
+  *token = n->token;
+  *owner_died = (int)n->owner_died;
+  r = (int)atomic_load(&n->state);
+  tl__crit_unlock(h);
+  return r;
+
+undo:
+  atomic_store(&n->state, TL_HOST_FREE);
+  tl__name_trim(h, (uint32_t)at);
+out:
+  tl__crit_unlock(h);
+  return r;
+}
+
+static tl_node_t *
+tl__mine(tl_host_t *h, uint32_t node)
+{
+  if (node >= TL_HOST_NODES || h->mine[node] == TL_HOST_FREE)
+    return NULL;
+  tl_node_t *n = &h->t->nodes[node];
+  return n->slot == h->slot ? n : NULL;
+}
+
+int
+tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
+{
+  int r;
+
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  tl_node_t *n = tl__mine(h, node);
+  if (n == NULL) {
+    tl__crit_unlock(h);
+    return TL_HOST_ENOTMINE;
+  }
+  r = (int)atomic_load(&n->state);
+  if ((r == TL_HOST_WAITING || r == TL_HOST_HELD) && n->name < TL_HOST_NAMES) {
+    uint32_t at = n->name;
+    tl__list_unlink(h, n);
+    tl__node_free(h, n);
+    tl__process(h, at);
+  } else {
+    tl__node_free(h, n);
+  }
+  tl__crit_unlock(h);
+  tl__prune(h);
+  return r;
+}
+
+int
+tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
+             const tl_host_stop_t *stop, uint64_t *token, int *owner_died)
+{
+  uint64_t deadline = timeout_ms < 0 ? 0 : tl__hp_monotonic_ms() + timeout_ms;
+  int interrupted = 0;
+  tl_node_t *n;
+  int r;
+
+  if (node >= TL_HOST_NODES || h->mine[node] == TL_HOST_FREE)
+    return TL_HOST_ENOTMINE;
+  n = &h->t->nodes[node];
+  for (;;) {
+    if (tl__table_ok(h) != 0)
+      return TL_HOST_ECORRUPT;
+    uint32_t w = atomic_load(&n->word);
+    if (atomic_load(&n->state) != TL_HOST_WAITING)
+      break;
+    int64_t left = -1;
+    if (timeout_ms >= 0) {
+      uint64_t now = tl__hp_monotonic_ms();
+      if (now >= deadline)
+        break;
+      left = (int64_t)(deadline - now);
+    }
+    /* A thread that may be terminated (a worker) sleeps in slices and asks
+     * between them, as threadlock's other blocking waits do. */
+    if (stop != NULL && (left < 0 || left > stop->slice_ms))
+      left = stop->slice_ms;
+    if (tl__hp_wait((uint32_t *)&n->word, w, left) == TL_HP_TIMED_OUT &&
+        stop != NULL && stop->fn(stop->data)) {
+      interrupted = 1;
+      break;
+    }
+  }
+  /* Granted (or stolen): the grant wrote the token before the state, and
+   * nobody but this thread changes the node of a live owner now, so no
+   * lock is needed to read it. `mine` is this attachment's JS thread's. */
+  r = (int)atomic_load(&n->state);
+  if (r == TL_HOST_HELD || r == TL_HOST_STOLEN) {
+    h->mine[node] = (uint8_t)r;
+    *token = n->token;
+    *owner_died = (int)n->owner_died;
+    tl__prune(h);
+    return r;
+  }
+  /* The withdrawal does not wait for the section either: when another
+   * process holds it, the caller is told (TL_HOST_EAGAIN) and withdraws
+   * the request later, from a thread that may wait. */
+  if ((r = tl__crit_lock(h, 0)) != 0)
+    return r == TL_HOST_EAGAIN ? TL_HOST_EAGAIN : r;
+  r = (int)atomic_load(&n->state);
+  if (r == TL_HOST_WAITING) {
+    /* Timed out or interrupted: the request leaves its queue, which may
+     * let the ones behind it through. */
+    uint32_t at = n->name;
+    tl__list_unlink(h, n);
+    tl__node_free(h, n);
+    if (at < TL_HOST_NAMES)
+      tl__process(h, at);
+    r = interrupted ? TL_HOST_EINTR : TL_HOST_ETIMEDOUT;
+  } else {
+    h->mine[node] = (uint8_t)r;
+    *token = n->token;
+    *owner_died = (int)n->owner_died;
+  }
+  tl__crit_unlock(h);
+  tl__prune(h);
+  return r;
+}
+
+int
+tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
+{
+  int r;
+
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    if (h->mine[i] == TL_HOST_FREE)
+      continue;
+    tl_node_t *n = &h->t->nodes[i];
+    uint32_t st = atomic_load(&n->state);
+    if (n->slot != h->slot || st == TL_HOST_FREE) {
+      /* Taken away by a repair: the request is lost as if stolen. */
+      h->mine[i] = TL_HOST_FREE;
+      atomic_fetch_sub(&h->owned, 1);
+      visit(data, i, TL_HOST_STOLEN, 0, 0);
+      continue;
+    }
+    if (st == h->mine[i])
+      continue;
+    h->mine[i] = (uint8_t)st;
+    visit(data, i, (int)st, n->token, (int)n->owner_died);
+  }
+  tl__crit_unlock(h);
+  tl__prune(h);
+  return 0;
+}
+
+int
+tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data, int64_t crit_ms)
+{
+  int bad = 0, r;
+
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  tl__sweep(h);
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    tl_name_t *e = &h->t->names[i];
+    if (e->state != NAME_USED)
+      continue;
+    if (e->len > TL_HOST_NAME_MAX) {
+      bad = 1;
+      break;
+    }
+    uint32_t cur = e->head;
+    for (uint32_t steps = 0; cur != 0 && !bad; steps++) {
+      tl_node_t *n = tl__node_at(h, cur, &bad);
+      if (bad || steps > TL_HOST_NODES || n->slot >= TL_HOST_SLOTS) {
+        bad = 1;
+        break;
+      }
+      tl_slot_t *s = &h->t->slots[n->slot];
+      visit(data, e->name, e->len, (n->flags & TL_HOST_EXCLUSIVE) != 0,
+            atomic_load(&n->state) == TL_HOST_HELD, s->client, s->pid);
+      cur = n->next;
+    }
+  }
+  tl__crit_unlock(h);
+  return bad ? TL_HOST_ECORRUPT : 0;
+}
+
+int
+tl_host_rewatch(tl_host_t *h, int64_t crit_ms)
+{
+  tl_slot_t *me = &h->t->slots[h->slot];
+  uint8_t ahead[TL_HOST_SLOTS];
+  int r;
+
+  if (atomic_load(&h->stopping) || atomic_load(&h->owned) == 0 ||
+      tl__table_ok(h) != 0)
+    return 0;
+  uint32_t rw = atomic_load(&me->rewatch);
+  if (rw == h->rewatch_seen)
+    return 0;
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  h->rewatch_seen = rw;
+  tl__ahead(h, ahead);
+  tl__crit_unlock(h);
+  tl__watch(h, ahead);
+  return 0;
+}
+
+int
+tl_host_stats(tl_host_t *h, uint32_t *slot, uint32_t *nodes, uint32_t *slots,
+              uint32_t *names, uint64_t *walked)
+{
+  *slot = h->slot;
+  *nodes = *slots = *names = 0;
+  if (tl__crit_lock(h, -1) != 0)
+    return TL_HOST_ECORRUPT;
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++)
+    *nodes += atomic_load(&h->t->nodes[i].state) != TL_HOST_FREE;
+  for (uint32_t i = 0; i < TL_HOST_SLOTS; i++)
+    *slots += h->t->slots[i].state != SLOT_FREE;
+  for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
+    *names += h->t->names[i].state == NAME_USED;
+  *walked = h->walked;
+  tl__crit_unlock(h);
+  return 0;
+}
