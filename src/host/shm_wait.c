@@ -144,8 +144,10 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
     return TL_R_NOT_EQUAL;
   if (timeout_ms == 0)
     return TL_R_TIMED_OUT;
+  /* The clock is read in whole milliseconds (truncated): one more keeps
+   * the deadline from being early by the fraction already gone. */
   if (timeout_ms < 1e15)
-    deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms +
+    deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms + 1 +
                (timeout_ms > (double)(uint64_t)timeout_ms ? 1 : 0);
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
