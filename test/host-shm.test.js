@@ -258,6 +258,39 @@ describe('openSharedMemory (Node.js >= 22)', function () {
     assert.throws(() => openSharedMemory('junk', { path: dir, size: 8 }), (e) => e instanceof HostError && e.code === 'ECORRUPT')
   })
 
+  it('wait, notify and waiterCount on a file truncated under the process: an ECORRUPT error, never SIGBUS', function () {
+    if (!supported) this.skip()
+    const r = run(`const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory('cut', { path: dir, size: 1 << 20 }))
+      require('fs').truncateSync(require('path').join(dir, 'cut.shm'), 65536 + 4096)
+      const out = []
+      for (const f of [() => threadlock.notify(i, 100000), () => threadlock.wait(i, 100000, 0, 10), () => threadlock.waiterCount(i, 100000), () => threadlock.notify(i, 0)]) {
+        try { out.push(String(f())) } catch (e) { out.push(e.code) }
+      }
+      return out`, dir)
+    assert.deepStrictEqual(r.value, ['ECORRUPT', 'ECORRUPT', 'ECORRUPT', 'ECORRUPT'])
+  })
+
+  it('a wait blocked when the file is truncated ends with ECORRUPT, never SIGBUS', async function () {
+    const c = await child(`const { Worker } = require('worker_threads')
+      const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory('cut2', { path: dir, size: 1 << 20 }))
+      const w = new Worker('const { parentPort, workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); try { parentPort.postMessage(t.wait(new Int32Array(workerData), 0, 0)) } catch (e) { parentPort.postMessage(e.code) }', { eval: true, workerData: i.buffer })
+      w.on('message', (m) => say(String(m)))
+      const tick = () => { if (threadlock.waiterCount(i, 0) === 1) say('waiting'); else setTimeout(tick, 10) }
+      tick()`, dir)
+    assert.strictEqual(c.line, 'waiting')
+    const got = new Promise((resolve) => {
+      let out = ''
+      c.child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out.trim()) })
+    })
+    fs.truncateSync(path.join(dir, 'cut2.shm'), 65536 + 4096)
+    assert.strictEqual(await got, 'ECORRUPT')
+    c.child.stdin.end()
+    await exited(c.child)
+    assert.strictEqual(c.child.signalCode, null)
+  })
+
   it('initialises again a file whose creator died before the header (empty or header never written)', () => {
     fs.writeFileSync(path.join(dir, 'e.shm'), '', { mode: 0o600 })
     const a = new Uint8Array(openSharedMemory('e', { path: dir, size: 64 }))

@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,9 @@ typedef struct {
   uint32_t header;  /* TL_SHM_HEADER: where the data starts */
   uint64_t size;    /* the data size in bytes */
 } tl_shm_header_t;
+
+_Static_assert(offsetof(tl_shm_header_t, size) == TL_SHM_SIZE_AT,
+               "shm.h names where the size is");
 
 static const char tl__shm_magic[8] = { 'T', 'L', 'S', 'H', 'M', 0, 0, 0 };
 

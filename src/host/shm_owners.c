@@ -92,13 +92,18 @@ struct tl_shm_join_s {
 static pthread_mutex_t tl__join_lock = PTHREAD_MUTEX_INITIALIZER;
 static tl_shm_join_t *tl__joins; /* protected by tl__join_lock */
 
-/* Whether the file still holds the header (an fstat). */
+/* Whether the file still has its whole length (an fstat; the header page
+ * is read only once the file holds it). */
 static int
 tl__page_ok(const tl_shm_join_t *j)
 {
   struct stat st;
 
-  return fstat(j->fd, &st) == 0 && (uint64_t)st.st_size >= TL_SHM_HEADER;
+  if (fstat(j->fd, &st) != 0 || (uint64_t)st.st_size < TL_SHM_HEADER)
+    return 0;
+  uint64_t size =
+      atomic_load((_Atomic uint64_t *)((char *)j->page + TL_SHM_SIZE_AT));
+  return (uint64_t)st.st_size == TL_SHM_HEADER + size;
 }
 
 int

@@ -140,6 +140,8 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
 
   if (width == 4)
     want = (uint64_t)(int64_t)(int32_t)expected;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
   if (tl__load_word(word, width) != want)
     return TL_R_NOT_EQUAL;
   if (timeout_ms == 0)
@@ -149,8 +151,6 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
   if (timeout_ms < 1e15)
     deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms + 1 +
                (timeout_ms > (double)(uint64_t)timeout_ms ? 1 : 0);
-  if (tl_shm_header_ok(j) != 0)
-    return TL_HOST_ECORRUPT;
   uint32_t waiting;
   for (;;) {
     n = tl__take(j, base, &s);
@@ -184,6 +184,10 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
     if (stop != NULL && (left < 0 || left > stop->slice_ms))
       left = stop->slice_ms;
     tl__hp_wait((uint32_t *)&n->state, waiting, left);
+    /* The file may have shrunk meanwhile: the node is not touched again
+     * (its process's slot dies with the process, or frees it later). */
+    if (tl_shm_header_ok(j) != 0)
+      return TL_HOST_ECORRUPT;
     if (atomic_load(&n->state) != waiting)
       break;
     if (stop != NULL && stop->fn(stop->data)) {
