@@ -60,6 +60,7 @@ module.exports = {
   hostPoll: binding.hostPoll,
   hostQuery: binding.hostQuery,
   hostRewatch: binding.hostRewatch,
+  hostPrune: binding.hostPrune,
   hostDefer: binding.hostDefer,
   hostTake: binding.hostTake,
   hostRef: binding.hostRef,

@@ -21,6 +21,9 @@ const C = native.hostConstants || {}
 
 function noop () {}
 
+// How often an idle manager checks whether its watcher threads may end.
+const PRUNE_MS = 150
+
 function stolenError (where) {
   return new DOMException(`${where}: the lock was stolen by another request`, 'AbortError')
 }
@@ -55,6 +58,8 @@ class LockManager {
   // A poll or a rewatch handed to the worker and not answered yet.
   #pollDeferred = false
   #rewatchDeferred = false
+  // The timer that ends the watcher threads once nothing waits (unref'd).
+  #pruneTimer = null
 
   /** Use createLockManager(). */
   constructor (handle, path) {
@@ -277,6 +282,7 @@ class LockManager {
     }
     this.#refs = 0
     busy.delete(this)
+    if (this.#pruneTimer !== null) clearTimeout(this.#pruneTimer)
     native.hostClose(this.#handle)
     // Calls still with the worker end with ECLOSED (it was joined).
     const deferred = [...this.#deferred.values()]
@@ -406,8 +412,21 @@ class LockManager {
     busy.add(this)
   }
 
+  // Ends the watcher threads (which follow the processes ahead of this
+  // manager's waiting requests) once it has waited for nothing for a
+  // while: checked from an unref'd timer, again while some remain.
+  #schedulePrune () {
+    if (this.#pruneTimer !== null || this.#closed) return
+    this.#pruneTimer = setTimeout(() => {
+      this.#pruneTimer = null
+      if (!this.#closed && native.hostPrune(this.#handle) === 1) this.#schedulePrune()
+    }, PRUNE_MS)
+    this.#pruneTimer.unref()
+  }
+
   // Takes an entry out of the manager's books.
   #forget (e) {
+    this.#schedulePrune()
     if (!this.#entries.delete(e.node)) return
     if (this.#entries.size === 0 && this.#deferred.size === 0) busy.delete(this)
     if (e.state === 'waiting') {

@@ -755,6 +755,20 @@ tl_napi_host_query(napi_env env, napi_callback_info info)
   return out;
 }
 
+/* hostPrune(handle) -> 1 while watcher threads remain (call again
+ * later), else 0. */
+static napi_value
+tl_napi_host_prune(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+
+  TL_GET_ARGS(env, info, 1, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  return tl__int(env, tl_host_prune(r->h));
+}
+
 /* hostRewatch(handle, critMs) -> 0 or a negative error number. */
 static napi_value
 tl_napi_host_rewatch(napi_env env, napi_callback_info info)
@@ -1088,6 +1102,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "hostPoll", tl_napi_host_poll },
     { "hostQuery", tl_napi_host_query },
     { "hostRewatch", tl_napi_host_rewatch },
+    { "hostPrune", tl_napi_host_prune },
     { "hostDefer", tl_napi_host_defer },
     { "hostTake", tl_napi_host_take },
     { "hostRef", tl_napi_host_ref },

@@ -129,6 +129,13 @@ int tl_host_doorbell_check(tl_host_t *h, uint32_t *seen);
 int tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen);
 void tl_host_doorbell_stop(tl_host_t *h);
 
+/* Ends the watcher threads of an attachment that has waited for nothing
+ * for 100 ms (they are kept that long, so that a lock taken in a loop
+ * does not start threads on every turn). Returns 1 when watchers remain
+ * (ask again later), 0 when none does. Never waits for another process:
+ * the event loop calls it from a timer. */
+int tl_host_prune(tl_host_t *h);
+
 /* Cancels and joins the attachment's watcher threads and starts no more,
  * without detaching: for the exit path, where the kernel drops the
  * process's byte locks and survivors recover its slot. tl_host_detach

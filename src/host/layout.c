@@ -180,3 +180,13 @@ tl__other_path(tl_table_t *t, uint64_t dev, uint64_t ino,
       return 1;
   return 0;
 }
+
+void
+tl__mine_set(tl_host_t *h, uint32_t i, uint32_t state)
+{
+  uint8_t was = atomic_exchange(&h->mine[i], (uint8_t)state);
+  if (was == TL_HOST_WAITING && state != TL_HOST_WAITING)
+    atomic_fetch_sub(&h->waiting, 1);
+  else if (was != TL_HOST_WAITING && state == TL_HOST_WAITING)
+    atomic_fetch_add(&h->waiting, 1);
+}

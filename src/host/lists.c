@@ -140,7 +140,7 @@ tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
  * at the front of the list that do not conflict with what is held, in
  * order, stopping at the first that must wait. */
 int
-tl__process(tl_host_t *h, uint32_t at)
+tl__list_process(tl_host_t *h, uint32_t at)
 {
   tl_name_t *e = &h->t->names[at];
   int held_any = 0, held_excl = 0, bad = 0;
@@ -189,7 +189,7 @@ tl__node_free(tl_host_t *h, tl_node_t *n)
 {
   uint32_t i = tl__node_ref(h, n) - 1;
   if (n->slot == h->slot && h->mine[i] != TL_HOST_FREE) {
-    h->mine[i] = TL_HOST_FREE;
+    tl__mine_set(h, i, TL_HOST_FREE);
     atomic_fetch_sub(&h->owned, 1);
   }
   n->next = 0;

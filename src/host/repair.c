@@ -32,7 +32,7 @@ tl__recover(tl_host_t *h, uint32_t s)
   h->t->slots[s].state = SLOT_FREE;
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
     if (touched[i] && h->t->names[i].state == NAME_USED)
-      tl__process(h, i);
+      tl__list_process(h, i);
 }
 
 /* Recovers every attached slot whose process is gone. Runs in crit. */
@@ -90,5 +90,5 @@ tl__repair(tl_host_t *h)
   tl__sweep(h);
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
     if (t->names[i].state == NAME_USED)
-      tl__process(h, i);
+      tl__list_process(h, i);
 }

@@ -164,7 +164,7 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
     if (r)
       tl__grant(h, e, n, 0);
   }
-  h->mine[tl__node_ref(h, n) - 1] = (uint8_t)atomic_load(&n->state);
+  tl__mine_set(h, tl__node_ref(h, n) - 1, atomic_load(&n->state));
   atomic_fetch_add(&h->owned, 1);
   *node = tl__node_ref(h, n) - 1;
   *token = n->token;
@@ -207,7 +207,7 @@ tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
     uint32_t at = n->name;
     tl__list_unlink(h, n);
     tl__node_free(h, n);
-    tl__process(h, at);
+    tl__list_process(h, at);
   } else {
     tl__node_free(h, n);
   }
@@ -256,7 +256,7 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
    * lock is needed to read it. `mine` is this attachment's JS thread's. */
   r = (int)atomic_load(&n->state);
   if (r == TL_HOST_HELD || r == TL_HOST_STOLEN) {
-    h->mine[node] = (uint8_t)r;
+    tl__mine_set(h, node, (uint32_t)r);
     *token = n->token;
     *owner_died = (int)n->owner_died;
     tl__prune(h);
@@ -275,10 +275,10 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     tl__list_unlink(h, n);
     tl__node_free(h, n);
     if (at < TL_HOST_NAMES)
-      tl__process(h, at);
+      tl__list_process(h, at);
     r = interrupted ? TL_HOST_EINTR : TL_HOST_ETIMEDOUT;
   } else {
-    h->mine[node] = (uint8_t)r;
+    tl__mine_set(h, node, (uint32_t)r);
     *token = n->token;
     *owner_died = (int)n->owner_died;
   }
@@ -301,14 +301,14 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
     uint32_t st = atomic_load(&n->state);
     if (n->slot != h->slot || st == TL_HOST_FREE) {
       /* Taken away by a repair: the request is lost as if stolen. */
-      h->mine[i] = TL_HOST_FREE;
+      tl__mine_set(h, i, TL_HOST_FREE);
       atomic_fetch_sub(&h->owned, 1);
       visit(data, i, TL_HOST_STOLEN, 0, 0);
       continue;
     }
     if (st == h->mine[i])
       continue;
-    h->mine[i] = (uint8_t)st;
+    tl__mine_set(h, i, st);
     visit(data, i, (int)st, n->token, (int)n->owner_died);
   }
   tl__crit_unlock(h);

@@ -58,6 +58,7 @@
 #define TL_FILE "threadlock-host.table"
 #define TL_LIVE 1u             /* liveness byte of slot i: TL_LIVE + i */
 #define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
+#define TL_PRUNE_IDLE_MS 100   /* watchers outlive the last wait this long */
 #define TL_CRIT_SLICE_MS 50    /* re-check the owner's liveness this often */
 
 enum { SLOT_FREE = 0, SLOT_ATTACHED = 1 };
@@ -166,6 +167,7 @@ struct tl_host_s {
    * each (TL_HOST_FREE: not ours). Protected by the table's crit. */
   _Atomic uint8_t mine[TL_HOST_NODES]; /* atomic: requestSync's wait
                                           reads its own entry unlocked */
+  _Atomic uint32_t waiting;            /* entries of `mine` that are WAITING */
   /* How many entries of `mine` are set: read by the helper thread, which
    * watches other processes only while this attachment has requests. */
   _Atomic uint32_t owned;
@@ -188,6 +190,12 @@ struct tl_host_s {
   tl_hp_mutex_t *lock;
   tl_watch_t *watch[TL_HOST_SLOTS];
   tl_watch_t *retired;
+  /* Watchers started and not joined yet (changed under `lock`, read
+   * without it by tl__prune's quick test). */
+  _Atomic uint32_t watchers;
+  /* When the attachment last had a request waiting, as tl__prune saw it
+   * (monotonic ms): its watchers end TL_PRUNE_IDLE_MS after. */
+  _Atomic uint64_t busy_ms;
 };
 
 /* Functions shared by the files of the core, by file, bottom up (each
@@ -201,6 +209,8 @@ int tl__alive(tl_host_t *h, uint32_t s);
 int tl__table_ok(tl_host_t *h);
 tl_node_t *tl__node_at(tl_host_t *h, uint32_t ref, int *bad);
 uint32_t tl__node_ref(tl_host_t *h, tl_node_t *n);
+/* Sets mine[i], keeping `waiting` (the entries that are WAITING). */
+void tl__mine_set(tl_host_t *h, uint32_t i, uint32_t state);
 uint64_t tl__next_token(tl_host_t *h);
 int tl__init(tl_host_t *h, size_t size, uint64_t dev, uint64_t ino,
              const uint8_t boot[16]);
@@ -218,7 +228,7 @@ int tl__name_find(tl_host_t *h, const uint16_t *name, size_t len, int create);
 void tl__name_trim(tl_host_t *h, uint32_t at);
 int tl__list_unlink(tl_host_t *h, tl_node_t *n);
 void tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring);
-int tl__process(tl_host_t *h, uint32_t at);
+int tl__list_process(tl_host_t *h, uint32_t at);
 tl_node_t *tl__node_alloc(tl_host_t *h);
 void tl__node_free(tl_host_t *h, tl_node_t *n);
 

@@ -45,12 +45,14 @@ tl__reap(tl_host_t *h)
     *p = w->next;
     tl__hp_thread_join(w->thread);
     free(w);
+    atomic_fetch_sub(&h->watchers, 1);
   }
   for (uint32_t s = 0; s < TL_HOST_SLOTS; s++) {
     tl_watch_t *w = h->watch[s];
     if (w != NULL && atomic_load(&w->ended)) {
       tl__hp_thread_join(w->thread);
       free(w);
+      atomic_fetch_sub(&h->watchers, 1);
       h->watch[s] = NULL;
     }
   }
@@ -131,6 +133,8 @@ tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
       break;
     }
     h->watch[s] = w;
+    atomic_fetch_add(&h->watchers, 1);
+    atomic_store(&h->busy_ms, tl__hp_monotonic_ms());
   }
   tl__hp_mutex_unlock(h->lock);
   return r;
@@ -140,27 +144,40 @@ tl__watch(tl_host_t *h, const uint8_t ahead[TL_HOST_SLOTS])
 static int
 tl__waiting_any(tl_host_t *h)
 {
-  for (uint32_t i = 0; i < TL_HOST_NODES; i++)
-    if (atomic_load_explicit(&h->mine[i], memory_order_relaxed) ==
-        TL_HOST_WAITING)
-      return 1;
-  return 0;
+  return atomic_load(&h->waiting) != 0;
 }
 
-/* An attachment with no waiting request needs no watcher: the ones it
- * has are cancelled (those still waiting for a liveness byte end at once)
- * and joined once ended. Called without the section, after the calls
- * that end waits (a poll, a release, a blocking wait). */
+/* Notes, after a call that may have ended a wait (a poll, a release, a
+ * blocking wait), whether the attachment still waits: its watchers are
+ * ended by tl_host_prune once it has waited for nothing for a while, not
+ * at once, so that a process that takes a contended lock in a loop does
+ * not start and end threads on every turn. Costs one atomic load when
+ * there is no watcher. */
 void
 tl__prune(tl_host_t *h)
 {
-  if (tl__waiting_any(h))
-    return;
+  if (atomic_load(&h->watchers) != 0 && tl__waiting_any(h))
+    atomic_store(&h->busy_ms, tl__hp_monotonic_ms());
+}
+
+int
+tl_host_prune(tl_host_t *h)
+{
+  if (atomic_load(&h->watchers) == 0)
+    return 0;
+  if (tl__waiting_any(h) ||
+      tl__hp_monotonic_ms() - atomic_load(&h->busy_ms) < TL_PRUNE_IDLE_MS) {
+    tl__hp_mutex_lock(h->lock);
+    tl__reap(h);
+    tl__hp_mutex_unlock(h->lock);
+    return atomic_load(&h->watchers) != 0;
+  }
   tl__hp_mutex_lock(h->lock);
   for (uint32_t s = 0; s < TL_HOST_SLOTS; s++)
     tl__retire(h, s);
   tl__reap(h);
   tl__hp_mutex_unlock(h->lock);
+  return atomic_load(&h->watchers) != 0;
 }
 
 /* The slots that may have requests in `e`'s list, all ahead of a request
@@ -186,6 +203,7 @@ tl_host_stop_watchers(tl_host_t *h)
     h->retired = w->next;
     tl__hp_thread_join(w->thread);
     free(w);
+    atomic_fetch_sub(&h->watchers, 1);
   }
   tl__hp_mutex_unlock(h->lock);
 }
