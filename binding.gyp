@@ -7,7 +7,7 @@
         "src/heap.c", "src/table.c", "src/gate_queue.c", "src/gates.c",
         "src/rwlock.c", "src/sem.c", "src/owners.c",
         "src/lock.c", "src/names.c", "src/alloc.c", "src/singleton.c",
-        "src/host/binding_host.c"
+        "src/host/binding_host.c", "src/host/binding_shm.c"
       ],
       "defines": ["NAPI_VERSION=8", "_GNU_SOURCE"],
       "cflags_c": ["-std=c11", "-Wall", "-Wextra", "-O2"],
@@ -18,7 +18,8 @@
                       "src/host/repair.c", "src/host/crit.c",
                       "src/host/watch.c", "src/host/request.c",
                       "src/host/attach.c", "src/host/platform_linux.c",
-                      "src/host/files_linux.c"],
+                      "src/host/files_linux.c", "src/host/shm_linux.c",
+                      "src/host/shm_owners.c", "src/host/shm_wait.c"],
           "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
         }],

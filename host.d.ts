@@ -223,3 +223,29 @@ export interface LockManager extends NamedLockRequests<Lock, LockRequestOptions>
  *   `ENOTSUP` on platforms other than Linux (for now)
  */
 export declare function createLockManager (options?: LockManagerOptions): LockManager
+
+/** Options of {@link openSharedMemory}. */
+export interface SharedMemoryOptions {
+  /**
+   * The directory of the file (a string or a file URL); by default the
+   * per-user directory of {@link createLockManager}.
+   */
+  path?: string | FileURLLike
+  /** The size in bytes: a positive multiple of 8, the same in every process. */
+  size: number
+}
+
+/**
+ * A SharedArrayBuffer of `options.size` bytes over the file `<name>.shm` in
+ * the directory `options.path`, mapped shared: every process of the host
+ * that opens the same name there sees the same memory (Node.js 22 and
+ * later, Linux). threadlock's wait and notify work on it across processes;
+ * waitAsync and the primitives refuse such a buffer (TypeError, code
+ * `ENOTSUP`) until they work across processes.
+ *
+ * @throws {RangeError} for an existing name of another size
+ * @throws {@link HostError} `ENOTSUP` on Node.js 20 and on platforms other
+ *   than Linux, `EUNSAFE`, `EFSTYPE`, `ECORRUPT` (a file of another length
+ *   than its header says), or the OS code
+ */
+export declare function openSharedMemory (name: string, options: SharedMemoryOptions): SharedArrayBuffer

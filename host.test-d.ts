@@ -9,8 +9,19 @@ import {
   LockManager,
   LockManagerSnapshot,
   codes,
-  createLockManager
+  createLockManager,
+  openSharedMemory,
+  SharedMemoryOptions
 } from './host'
+
+expectType<SharedArrayBuffer>(openSharedMemory('counters', { size: 64 }))
+expectType<SharedArrayBuffer>(openSharedMemory('counters', { path: '/tmp/x', size: 64 }))
+expectType<SharedArrayBuffer>(openSharedMemory('counters', { path: new URL('file:///tmp/x'), size: 64 }))
+expectAssignable<SharedMemoryOptions>({ size: 8 })
+expectError(openSharedMemory('counters'))
+expectError(openSharedMemory('counters', { path: '/tmp/x' }))
+expectError(openSharedMemory(1, { size: 8 }))
+expectError(openSharedMemory('counters', { size: '8' }))
 
 const manager = createLockManager({ path: '/tmp/x' })
 expectType<LockManager>(manager)

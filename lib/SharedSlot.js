@@ -23,6 +23,22 @@
 // zeroed memory stays a free lock of whatever kind opens it.
 
 const { readSlotArgs, readHandle, validateSlot, aName } = require('./validate')
+const native = require('./native')
+
+// A slot in memory that other processes share (threadlock/host's
+// openSharedMemory) is refused until the primitive works across processes
+// there: its owner ids (threadId + 1) are equal in every process and its
+// waiter list is this process's, so it would exclude nothing. The memory
+// is recognised by its address (a process-wide registry of the mappings),
+// which a SharedArrayBuffer posted to a worker keeps. Asked once per
+// construction, only where such memory can exist (Node.js 22 and later).
+function refuseSharedMemory (buffer, byteOffset, words, where) {
+  if (native.shmSupported && native.shmContains(new Int32Array(buffer, byteOffset, words))) {
+    const err = new TypeError(`${where}: this primitive does not work across processes on memory from openSharedMemory (threadlock/host) yet; only Atomics loads, stores and read-modify-write operations are supported on such a buffer today`)
+    err.code = 'ENOTSUP'
+    throw err
+  }
+}
 
 // { handle, buffer, byteOffset } of the handle that from() is opening, for
 // the one constructor call it makes.
@@ -57,9 +73,11 @@ class SharedSlot {
         throw new TypeError(`${where}: the handle describes ${aName(open.type)}, not ${aName(type)}`)
       }
       validateSlot(buffer, byteOffset, 4 * words, where)
+      refuseSharedMemory(buffer, byteOffset, words, where)
       options = {}
     } else {
       ({ buffer, byteOffset, options } = readSlotArgs(args, words, slot.keys || [], type))
+      refuseSharedMemory(buffer, byteOffset, words, type)
     }
     this.#type = type
     this.#buffer = buffer

@@ -69,5 +69,11 @@ module.exports = {
   hostTake: binding.hostTake,
   hostRef: binding.hostRef,
   hostClose: binding.hostClose,
-  hostStats: binding.hostStats
+  hostStats: binding.hostStats,
+  // threadlock/host's shared memory (Node.js 22 and later, Linux).
+  shmSupported: binding.shmSupported === true,
+  shmConstants: binding.shmConstants,
+  shmOpen: binding.shmOpen,
+  shmContains: binding.shmContains,
+  shmCount: binding.shmCount
 }

@@ -224,5 +224,6 @@ module.exports = {
   readFlag,
   readSyncOptions,
   readAsyncOptions,
-  readCallback
+  readCallback,
+  checkKeys
 }

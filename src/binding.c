@@ -11,16 +11,24 @@
 #include <stdlib.h>
 
 #include "env.h"
+#include "host/shm.h"
 #include "singleton.h"
 
 napi_value tl__named_exports(napi_env env, napi_value exports);
 napi_value tl__host_exports(napi_env env, napi_value exports);
+napi_value tl__shm_exports(napi_env env, napi_value exports);
+napi_value tl__shm_napi_wait(napi_env env, void *addr, int width,
+                             int64_t expected, double timeout,
+                             const tl_probe_t *probe);
+napi_value tl__shm_napi_notify(napi_env env, void *addr, double count);
+napi_value tl__shm_napi_waiters(napi_env env, void *addr);
 
 /* Reads the typed array and element index: the address and element size.
- * Returns -1 with an exception pending. */
+ * Returns -1 with an exception pending; with `shm` NULL, refuses memory
+ * shared with other processes, else says in `*shm` whether it is. */
 static int
-tl__element(napi_env env, napi_value ta, napi_value index, void **addr,
-            int *width)
+tl__element_of(napi_env env, napi_value ta, napi_value index, void **addr,
+               int *width, int *shm)
 {
   napi_typedarray_type type;
   size_t length;
@@ -41,7 +49,29 @@ tl__element(napi_env env, napi_value ta, napi_value index, void **addr,
     return -1;
   }
   *addr = (char *)data + (size_t)i * (size_t)*width;
+  /* Memory shared with other processes (threadlock/host's
+   * openSharedMemory): this process's waiter list would not reach them.
+   * One atomic load while the process maps no such memory. */
+  int in_shm = tl_shm_contains(*addr, (size_t)*width);
+  if (shm != NULL) {
+    *shm = in_shm;
+  } else if (in_shm) {
+    napi_throw_type_error(
+        env, "ENOTSUP",
+        "waitAsync and the primitives' requests do not work across "
+        "processes on memory from openSharedMemory (threadlock/host) yet; "
+        "wait and notify do, and Atomics loads, stores and "
+        "read-modify-write operations");
+    return -1;
+  }
   return 0;
+}
+
+static int
+tl__element(napi_env env, napi_value ta, napi_value index, void **addr,
+            int *width)
+{
+  return tl__element_of(env, ta, index, addr, width, NULL);
 }
 
 static int
@@ -143,13 +173,16 @@ tl_napi_wait(napi_env env, napi_callback_info info)
   int width;
   int64_t expected;
   double timeout;
+  int shm;
 
   TL_GET_ARGS(env, info, 4, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0 ||
+  if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0 ||
       tl__expected(env, argv[2], width, &expected) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
   tl__probe_init(tl__env(env), &probe);
+  if (shm)
+    return tl__shm_napi_wait(env, addr, width, expected, timeout, &probe);
   return tl__int(env, tl_wait(addr, width, expected, timeout, &probe));
 }
 
@@ -161,11 +194,14 @@ tl_napi_notify(napi_env env, napi_callback_info info)
   void *addr;
   int width;
   double count;
+  int shm;
 
   TL_GET_ARGS(env, info, 3, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+  if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[2], &count));
+  if (shm)
+    return tl__shm_napi_notify(env, addr, count);
   return tl__int(
       env, tl_notify(addr, count >= 9007199254740992.0 ? -1 : (int64_t)count));
 }
@@ -207,9 +243,13 @@ tl_napi_waiter_count(napi_env env, napi_callback_info info)
   void *addr;
   int width;
 
+  int shm;
+
   TL_GET_ARGS(env, info, 2, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+  if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0)
     return NULL;
+  if (shm)
+    return tl__shm_napi_waiters(env, addr);
   return tl__int(env, (int64_t)tl_waiter_count(addr));
 }
 
@@ -626,5 +666,7 @@ NAPI_MODULE_INIT()
                napi_set_named_property(env, exports, "constants", constants));
   if (tl__named_exports(env, exports) == NULL)
     return NULL;
-  return tl__host_exports(env, exports);
+  if (tl__host_exports(env, exports) == NULL)
+    return NULL;
+  return tl__shm_exports(env, exports);
 }

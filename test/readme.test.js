@@ -98,6 +98,9 @@ function missingFeature (block) {
   if (block.code.includes("'threadlock/host'")) {
     if (!HAS_HOST) return 'threadlock/host is not in this checkout (host.js)'
     if (process.platform !== 'linux') return 'threadlock/host runs on Linux only'
+    if (block.code.includes('openSharedMemory') && Number(process.versions.node.split('.')[0]) < 22) {
+      return 'openSharedMemory needs Node.js 22 or later'
+    }
   }
   if (/new (?:AsyncLock|Semaphore|RWLock|ConditionVariable|Barrier|CountDownLatch)\((?:[^,()]+, )?\{/.test(block.code) && !HAS_OPTIONS_OBJECT) {
     return 'constructors that take one options object are not in this checkout'

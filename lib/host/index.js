@@ -12,6 +12,7 @@ const { LockManager, kDoorbell } = require('./LockManager')
 const { Lock } = require('./Lock')
 const { HeldLock } = require('./HeldLock')
 const { LockError } = require('../errors')
+const { openSharedMemory } = require('./sharedMemory')
 
 // The code of an attach that failed: the OS call's errno when one failed
 // (util.getSystemErrorName), else the core's own code. Never read from
@@ -50,4 +51,4 @@ function createLockManager (options) {
   return manager
 }
 
-module.exports = { createLockManager, LockManager, Lock, HeldLock, HostError, LockError, codes }
+module.exports = { createLockManager, openSharedMemory, LockManager, Lock, HeldLock, HostError, LockError, codes }

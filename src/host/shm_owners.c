@@ -1,0 +1,293 @@
+/* Owner ids of shared memory (shm.h): ids unique across the processes of
+ * the host that use one shared-memory file, and their liveness by the
+ * kernel's OFD byte-range locks, as the host table's process slots.
+ *
+ * A thread's id in a lock word is its threadId + 1 within a process, which
+ * is equal in every process. In a shared-memory file each process that
+ * asks for an id first joins the file: it claims a process slot of the
+ * header page, whose liveness is an OFD write lock on byte
+ * TL_SHM_LIVE + slot, held by one open file description of the process
+ * (the join's own), which the kernel drops when the process dies, whatever
+ * its pid or PID namespace. Each thread that asks gets a thread index in
+ * its process's slot (a bit of the slot's thread set, set while the thread
+ * lives and cleared by its env's cleanup hook, so a worker that ends dies
+ * as an owner). The id:
+ *
+ *   bits 22..28  slot (< TL_SHM_SLOTS)
+ *   bits  7..21  the slot's generation when the process claimed it (never 0)
+ *   bits  0..6   the thread index (< TL_SHM_THREADS)
+ *
+ * 29 bits, the owner field of a lock word (LOCK_ID_MASK), never 0.
+ *
+ * An id is alive while (1) its slot's generation is still its generation,
+ * (2) its thread's bit is set and (3) the slot's liveness byte is locked.
+ * The claim of a slot: take the slot's claim byte (TL_SHM_CLAIM + slot,
+ * an OFD write lock), then its liveness byte, bump its generation, clear
+ * its thread set, write pid and start time, release the claim byte. A
+ * check reads the generation, probes the liveness byte, then the claim
+ * byte, then reads the generation again, and says "alive" only when both
+ * reads give the id's generation, the liveness byte was held and the claim
+ * byte was not. Why no claim can fool it: if the liveness byte was held
+ * by a new claimer when probed, that claimer held the claim byte from
+ * before until after its bump of the generation; the claim byte probed
+ * after that was then either held (dead) or released after the bump, and
+ * the second read, later still, sees the new generation (dead). A claimer
+ * that dies mid-claim drops both locks and has issued no id.
+ *
+ * The generation has 15 bits: an id whose slot was claimed 32,767 times
+ * since is taken for alive again if the thread index is in use. The checks
+ * of a process's own slot use the generation and the thread set only (its
+ * own OFD lock does not conflict with itself, so a probe would say
+ * "free"). A thread index is never given twice in one generation (a new
+ * worker must not own what a dead one held): a process that has had
+ * TL_SHM_THREADS threads ask for an id in one file gets ENODES until it
+ * closes every mapping of it and opens it again.
+ *
+ * Everything here reads and writes the header page through the join's own
+ * mapping of that page, after an fstat that the file still holds it (no
+ * SIGBUS from the library).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform.h"
+#include "shm.h"
+
+/* The header page's owner region (the first 64 bytes are the header of
+ * shm_linux.c). */
+typedef struct {
+  _Atomic uint32_t generation; /* bumped at each claim, under its bytes */
+  uint32_t pid;                /* of the claimer, for diagnostics */
+  uint64_t start_time;
+  _Atomic uint32_t threads[TL_SHM_THREADS / 32]; /* live thread indices */
+} tl_shm_slot_t;
+
+#define TL_SHM_SLOT_AT 1024 /* the slots' offset in the header page */
+
+_Static_assert(TL_SHM_SLOT_AT + TL_SHM_SLOTS * sizeof(tl_shm_slot_t) <=
+                   TL_SHM_HEADER,
+               "the slots fit in the header page");
+_Static_assert(TL_SHM_SLOTS <= 128 && TL_SHM_THREADS == 128, "the id's fields");
+
+/* One process's join of one file (by device and inode). */
+struct tl_shm_join_s {
+  /* Immutable while joined. */
+  uint64_t dev, ino;
+  int fd;               /* its own open file description: holds the lock */
+  tl_shm_slot_t *slots; /* the header page's slots, in its own mapping */
+  void *page;           /* that mapping */
+  uint32_t slot, generation;
+  /* Protected by tl__join_lock. */
+  int refs;       /* mappings and thread records using it */
+  uint32_t given; /* thread indices given out, never given again */
+  tl_shm_join_t *next;
+};
+
+static pthread_mutex_t tl__join_lock = PTHREAD_MUTEX_INITIALIZER;
+static tl_shm_join_t *tl__joins; /* protected by tl__join_lock */
+
+/* Whether the file still has its whole length (an fstat; the header page
+ * is read only once the file holds it). */
+static int
+tl__page_ok(const tl_shm_join_t *j)
+{
+  struct stat st;
+
+  if (fstat(j->fd, &st) != 0 || (uint64_t)st.st_size < TL_SHM_HEADER)
+    return 0;
+  uint64_t size =
+      atomic_load((_Atomic uint64_t *)((char *)j->page + TL_SHM_SIZE_AT));
+  return (uint64_t)st.st_size == TL_SHM_HEADER + size;
+}
+
+int
+tl_shm_header_ok(tl_shm_join_t *j)
+{
+  return tl__page_ok(j) ? 0 : TL_HOST_ECORRUPT;
+}
+
+/* Claims a free slot of the file `fd` (the join's own description). */
+static int
+tl__claim(tl_shm_join_t *j, tl_host_error_t *e)
+{
+  for (uint32_t s = 0; s < TL_SHM_SLOTS; s++) {
+    if (tl__hp_trylock(j->fd, TL_SHM_CLAIM + s, 1) != 0)
+      continue;
+    if (tl__hp_trylock(j->fd, TL_SHM_LIVE + s, 1) != 0) {
+      tl__hp_unlock(j->fd, TL_SHM_CLAIM + s);
+      continue;
+    }
+    tl_shm_slot_t *slot = &j->slots[s];
+    uint32_t g = (atomic_load(&slot->generation) + 1) & 0x7fff;
+    if (g == 0)
+      g = 1;
+    for (int k = 0; k < TL_SHM_THREADS / 32; k++)
+      atomic_store(&slot->threads[k], 0);
+    slot->pid = tl__hp_pid();
+    slot->start_time = tl__hp_start_time();
+    atomic_store(&slot->generation, g);
+    tl__hp_unlock(j->fd, TL_SHM_CLAIM + s);
+    j->slot = s;
+    j->generation = g;
+    return 0;
+  }
+  return tl__host_fail(e, TL_HOST_ENAMES, 0,
+                       "all %d process slots of the shared memory are in use",
+                       TL_SHM_SLOTS);
+}
+
+/* Takes `fd` (a description of the file opened for this mapping): it
+ * becomes the new join's, or is closed. */
+tl_shm_join_t *
+tl__shm_join(int fd, tl_host_error_t *e)
+{
+  uint64_t dev, ino, size;
+  tl_shm_join_t *j;
+
+  if (tl__hp_identity(fd, &dev, &ino, &size) != 0) {
+    tl__host_fail(e, TL_HOST_ESYS, errno, "fstat: %s", strerror(errno));
+    return NULL;
+  }
+  pthread_mutex_lock(&tl__join_lock);
+  for (j = tl__joins; j != NULL; j = j->next) {
+    if (j->dev == dev && j->ino == ino) {
+      j->refs++;
+      pthread_mutex_unlock(&tl__join_lock);
+      tl__hp_close(fd);
+      return j;
+    }
+  }
+  j = calloc(1, sizeof(*j));
+  if (j == NULL)
+    goto nomem;
+  j->fd = -1;
+  j->dev = dev;
+  j->ino = ino;
+  /* The opener's own description becomes the join's: it holds the
+   * liveness lock from now on. */
+  j->fd = fd;
+  fd = -1;
+  j->page = tl__hp_map(j->fd, TL_SHM_HEADER);
+  if (j->page == NULL) {
+    tl__host_fail(e, TL_HOST_ESYS, errno, "cannot map: %s", strerror(errno));
+    goto fail;
+  }
+  j->slots = (tl_shm_slot_t *)((char *)j->page + TL_SHM_SLOT_AT);
+  if (!tl__page_ok(j)) {
+    tl__host_fail(e, TL_HOST_ECORRUPT, 0, "the file shrank");
+    goto fail;
+  }
+  if (tl__claim(j, e) != 0)
+    goto fail;
+  j->refs = 1;
+  j->next = tl__joins;
+  tl__joins = j;
+  pthread_mutex_unlock(&tl__join_lock);
+  return j;
+
+nomem:
+  tl__host_fail(e, TL_HOST_ESYS, ENOMEM, "out of memory");
+fail:
+  if (j != NULL) {
+    if (j->page != NULL)
+      tl__hp_unmap(j->page, TL_SHM_HEADER);
+    if (j->fd >= 0)
+      tl__hp_close(j->fd); /* drops the locks */
+    free(j);
+  }
+  if (fd >= 0)
+    tl__hp_close(fd);
+  pthread_mutex_unlock(&tl__join_lock);
+  return NULL;
+}
+
+void
+tl__shm_leave(tl_shm_join_t *j)
+{
+  pthread_mutex_lock(&tl__join_lock);
+  if (--j->refs > 0) {
+    pthread_mutex_unlock(&tl__join_lock);
+    return;
+  }
+  for (tl_shm_join_t **p = &tl__joins; *p != NULL; p = &(*p)->next) {
+    if (*p == j) {
+      *p = j->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&tl__join_lock);
+  /* Closing the description drops the liveness lock: every id of this
+   * process in the file is dead from now on. */
+  tl__hp_unmap(j->page, TL_SHM_HEADER);
+  tl__hp_close(j->fd);
+  free(j);
+}
+
+int
+tl_shm_thread_add(tl_shm_join_t *j, uint32_t *id)
+{
+  int r = 0;
+
+  pthread_mutex_lock(&tl__join_lock);
+  /* An index is never given twice in one generation of the slot: a new
+   * thread with a dead thread's id would own what that one held. */
+  if (j->given >= TL_SHM_THREADS) {
+    r = TL_HOST_ENODES;
+  } else if (!tl__page_ok(j)) {
+    r = TL_HOST_ECORRUPT;
+  } else {
+    uint32_t t = j->given++;
+    j->refs++;
+    atomic_fetch_or(&j->slots[j->slot].threads[t / 32], 1u << (t % 32));
+    *id = j->slot << 22 | j->generation << 7 | t;
+  }
+  pthread_mutex_unlock(&tl__join_lock);
+  return r;
+}
+
+void
+tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id)
+{
+  uint32_t t = id & 0x7f;
+
+  pthread_mutex_lock(&tl__join_lock);
+  if (tl__page_ok(j))
+    atomic_fetch_and(&j->slots[j->slot].threads[t / 32], ~(1u << (t % 32)));
+  pthread_mutex_unlock(&tl__join_lock);
+  tl__shm_leave(j);
+}
+
+int
+tl_shm_owner_alive(tl_shm_join_t *j, uint32_t id)
+{
+  uint32_t s = (id >> 22) & 0x7f, g = (id >> 7) & 0x7fff, t = id & 0x7f;
+  uint32_t bit = 1u << (t % 32);
+
+  if (s >= TL_SHM_SLOTS || g == 0)
+    return 0;
+  if (!tl__page_ok(j))
+    return TL_HOST_ECORRUPT;
+  tl_shm_slot_t *slot = &j->slots[s];
+  uint32_t g1 = atomic_load(&slot->generation);
+  int bits = (atomic_load(&slot->threads[t / 32]) & bit) != 0;
+  /* This process's own slot: its lock does not conflict with itself, so
+   * a probe would say "free"; the generation and thread set say it. */
+  if (s == j->slot)
+    return g1 == g && g == j->generation && bits;
+  int live = tl__hp_probe(j->fd, TL_SHM_LIVE + s) == TL_HP_OWNED;
+  int claim = tl__hp_probe(j->fd, TL_SHM_CLAIM + s) != TL_HP_FREE;
+  uint32_t g2 = atomic_load(&slot->generation);
+  return g1 == g && g2 == g && bits && live && !claim;
+}
+
+uint32_t
+tl_shm_join_slot(tl_shm_join_t *j)
+{
+  return j->slot;
+}

@@ -1,0 +1,297 @@
+/* wait and notify across processes on shared memory (shm.h): the waiter
+ * list lives in the file, in the pages after the header page, and holds
+ * no process-local pointer: a waiter is a node naming the word by its
+ * offset in the data, its owner id (shm_owners.c) and a ticket that orders
+ * the waiters (FIFO). Every node's state word is also the futex its waiter
+ * sleeps on: a shared futex of a file mapping, keyed by the kernel on
+ * (file, offset), so a notify in any process wakes exactly the waiters it
+ * counts, each on its own word (a futex on the waited word itself could
+ * not tell how many it woke).
+ *
+ * The state word: seq << 2 | FREE, BUSY, WAITING or NOTIFIED. seq grows
+ * each time the node is freed, so a compare-exchange on a state read
+ * earlier fails once the node was freed and reused (no ABA).
+ *
+ *   FREE -> BUSY        a waiter takes the node (compare-exchange)
+ *   BUSY -> WAITING     it has written offset, owner and ticket (release)
+ *   WAITING -> NOTIFIED a notify counts it (compare-exchange), then wakes
+ *   WAITING -> FREE'    the waiter withdraws (not-equal, timeout, stop);
+ *                       fails when a notify was first: then it was woken
+ *   NOTIFIED -> FREE'   the waiter leaves
+ *   BUSY/WAITING/NOTIFIED -> FREE'  anyone, when the owner id is dead
+ *                       (kill -9): the node is reclaimed
+ *
+ * No lock is held by anyone, so a process stopped (SIGSTOP) or killed at
+ * any step delays nobody: its nodes stay until its owner id is dead, then
+ * the next waiter that needs a node or notify that meets one frees it.
+ *
+ * The value check. The spec compares the value and enqueues atomically
+ * under the waiter list's critical section. Here the waiter reads the
+ * value once before taking a node (not equal: returns at once) and once
+ * after publishing it (WAITING, then a full fence, then the read): a store
+ * and notify that come before the publication find no node and count
+ * nothing, and the second read sees the store (not-equal); a store before
+ * the second read and a notify after the publication count the waiter and
+ * wake it ("ok"), which linearises the wait at its first read, made while
+ * the value was still the expected one.
+ *
+ * Costs: a notify reads every node's state (TL_SHM_NODES words) and sorts
+ * what it found; it probes the liveness of another process's waiter (two
+ * fcntl calls) only for the waiters it is about to count.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host.h"
+#include "platform.h"
+#include "shm.h"
+
+enum {
+  TL_NODE_FREE = 0,
+  TL_NODE_BUSY = 1,
+  TL_NODE_WAITING = 2,
+  TL_NODE_NOTIFIED = 3
+};
+
+/* Results, as the core's TL_RESULT_* (waiters.h). */
+enum { TL_R_OK = 0, TL_R_NOT_EQUAL = 1, TL_R_TIMED_OUT = 2, TL_R_STOPPED = 3 };
+
+typedef struct {
+  _Atomic uint32_t state;  /* seq << 2 | TL_NODE_* ; the waiter's futex */
+  _Atomic uint32_t owner;  /* the waiter's owner id; written while BUSY */
+  _Atomic uint64_t offset; /* of the word in the data; written while BUSY */
+  _Atomic uint64_t ticket; /* FIFO order; written while BUSY */
+  uint64_t reserved;
+} tl_shm_node_t;
+
+_Static_assert(sizeof(tl_shm_node_t) == 32, "nodes are 32 bytes");
+_Static_assert(TL_SHM_NODES_AT + TL_SHM_NODES * sizeof(tl_shm_node_t) <=
+                   TL_SHM_HEADER,
+               "the nodes fit before the data");
+
+#define TL_TICKET_AT 512 /* the header page's ticket counter */
+
+static tl_shm_node_t *
+tl__nodes(char *base)
+{
+  return (tl_shm_node_t *)(base + TL_SHM_NODES_AT);
+}
+
+/* Frees a node whose state is still `s` (the seq grows). */
+static int
+tl__free(tl_shm_node_t *n, uint32_t s)
+{
+  uint32_t next = ((s >> 2) + 1) << 2 | TL_NODE_FREE;
+  return atomic_compare_exchange_strong(&n->state, &s, next);
+}
+
+static uint64_t
+tl__load_word(const void *word, int width)
+{
+  if (width == 8)
+    return (uint64_t)atomic_load((_Atomic int64_t *)word);
+  return (uint64_t)(int64_t)atomic_load((_Atomic int32_t *)word);
+}
+
+/* Takes a free node, reclaiming those of dead owners on the way. */
+static tl_shm_node_t *
+tl__take(tl_shm_join_t *j, char *base, uint32_t *state)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+      tl_shm_node_t *n = &nodes[i];
+      uint32_t s = atomic_load(&n->state);
+      if ((s & 3) == TL_NODE_FREE) {
+        uint32_t busy = (s & ~3u) | TL_NODE_BUSY;
+        if (atomic_compare_exchange_strong(&n->state, &s, busy)) {
+          *state = busy;
+          return n;
+        }
+      } else if (pass == 1) {
+        /* A node whose owner is dead is reclaimed. A BUSY node may still
+         * name its previous owner for a few instructions of a live taker:
+         * freeing it then only makes that taker's publication fail, and
+         * it takes another node. */
+        uint32_t owner = atomic_load(&n->owner);
+        if (atomic_load(&n->state) == s && tl_shm_owner_alive(j, owner) == 0 &&
+            tl__free(n, s))
+          i--; /* take it on the next turn */
+      }
+    }
+  }
+  return NULL;
+}
+
+int
+tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
+            int64_t expected, double timeout_ms, uint32_t owner,
+            const tl_host_stop_t *stop)
+{
+  tl_shm_node_t *n;
+  uint32_t s;
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  uint64_t want = (uint64_t)expected;
+  uint64_t deadline = UINT64_MAX;
+
+  if (width == 4)
+    want = (uint64_t)(int64_t)(int32_t)expected;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  if (tl__load_word(word, width) != want)
+    return TL_R_NOT_EQUAL;
+  if (timeout_ms == 0)
+    return TL_R_TIMED_OUT;
+  /* The clock is read in whole milliseconds (truncated): one more keeps
+   * the deadline from being early by the fraction already gone. */
+  if (timeout_ms < 1e15)
+    deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms + 1 +
+               (timeout_ms > (double)(uint64_t)timeout_ms ? 1 : 0);
+  uint32_t waiting;
+  for (;;) {
+    n = tl__take(j, base, &s);
+    if (n == NULL)
+      return TL_HOST_ENODES;
+    atomic_store(&n->owner, owner);
+    atomic_store(&n->offset, offset);
+    atomic_store(&n->ticket, atomic_fetch_add(
+                                 (_Atomic uint64_t *)(base + TL_TICKET_AT), 1));
+    waiting = (s & ~3u) | TL_NODE_WAITING;
+    uint32_t busy = s;
+    if (atomic_compare_exchange_strong(&n->state, &busy, waiting))
+      break;
+    /* Reclaimed meanwhile (it named a dead owner): take another. */
+  }
+  atomic_thread_fence(memory_order_seq_cst);
+  if (tl__load_word(word, width) != want) {
+    if (tl__free(n, waiting))
+      return TL_R_NOT_EQUAL;
+    tl__free(n, (s & ~3u) | TL_NODE_NOTIFIED);
+    return TL_R_OK;
+  }
+  for (;;) {
+    int64_t left = -1;
+    uint64_t now = tl__hp_monotonic_ms();
+    if (deadline != UINT64_MAX) {
+      if (now >= deadline)
+        break;
+      left = (int64_t)(deadline - now);
+    }
+    if (stop != NULL && (left < 0 || left > stop->slice_ms))
+      left = stop->slice_ms;
+    tl__hp_wait((uint32_t *)&n->state, waiting, left);
+    /* The file may have shrunk meanwhile: the node is not touched again
+     * (its process's slot dies with the process, or frees it later). */
+    if (tl_shm_header_ok(j) != 0)
+      return TL_HOST_ECORRUPT;
+    if (atomic_load(&n->state) != waiting)
+      break;
+    if (stop != NULL && stop->fn(stop->data)) {
+      if (tl__free(n, waiting))
+        return TL_R_STOPPED;
+      break;
+    }
+  }
+  if (tl__free(n, waiting))
+    return TL_R_TIMED_OUT;
+  /* Notified (the only other way out of WAITING for a live owner). */
+  tl__free(n, (s & ~3u) | TL_NODE_NOTIFIED);
+  return TL_R_OK;
+}
+
+typedef struct {
+  tl_shm_node_t *node;
+  uint32_t state;
+  uint64_t ticket;
+} tl_cand_t;
+
+static int
+tl__by_ticket(const void *a, const void *b)
+{
+  uint64_t x = ((const tl_cand_t *)a)->ticket;
+  uint64_t y = ((const tl_cand_t *)b)->ticket;
+  return x < y ? -1 : x > y;
+}
+
+int64_t
+tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  tl_cand_t *cand;
+  size_t found = 0;
+  int64_t woken = 0;
+
+  if (count == 0)
+    return 0;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  cand = malloc(sizeof(*cand) * TL_SHM_NODES);
+  if (cand == NULL)
+    return TL_HOST_ENODES;
+  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+    tl_shm_node_t *n = &nodes[i];
+    uint32_t s = atomic_load(&n->state);
+    if ((s & 3) != TL_NODE_WAITING || atomic_load(&n->offset) != offset)
+      continue;
+    uint64_t ticket = atomic_load(&n->ticket);
+    /* Offset and ticket belong to this publication of the node. */
+    if (atomic_load(&n->state) != s)
+      continue;
+    cand[found].node = n;
+    cand[found].state = s;
+    cand[found].ticket = ticket;
+    found++;
+  }
+  qsort(cand, found, sizeof(*cand), tl__by_ticket);
+  for (size_t k = 0; k < found && (count < 0 || woken < count); k++) {
+    tl_shm_node_t *n = cand[k].node;
+    uint32_t s = cand[k].state;
+    if (tl_shm_owner_alive(j, atomic_load(&n->owner)) == 0) {
+      tl__free(n, s); /* a dead waiter: reclaimed, not counted */
+      continue;
+    }
+    uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
+    if (atomic_compare_exchange_strong(&n->state, &s, notified)) {
+      tl__hp_wake((uint32_t *)&n->state, 1);
+      woken++;
+    }
+  }
+  free(cand);
+  return woken;
+}
+
+int64_t
+tl_shm_waiters(tl_shm_join_t *j, char *base, const void *word)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  int64_t found = 0;
+
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+    tl_shm_node_t *n = &nodes[i];
+    uint32_t s = atomic_load(&n->state);
+    if ((s & 3) == TL_NODE_WAITING && atomic_load(&n->offset) == offset &&
+        tl_shm_owner_alive(j, atomic_load(&n->owner)) == 1 &&
+        atomic_load(&n->state) == s)
+      found++;
+  }
+  return found;
+}
+
+int64_t
+tl_shm_nodes_used(char *base)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+  int64_t used = 0;
+
+  for (uint32_t i = 0; i < TL_SHM_NODES; i++)
+    used += (atomic_load(&nodes[i].state) & 3) != TL_NODE_FREE;
+  return used;
+}

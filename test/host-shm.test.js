@@ -1,0 +1,620 @@
+'use strict'
+
+// openSharedMemory (threadlock/host): a SharedArrayBuffer over a file in a
+// host directory, with real processes (4 at once, kill -9, SIGSTOP) and
+// worker threads. On Node.js 20, which has no
+// node_api_create_external_sharedarraybuffer, only the refusal (ENOTSUP)
+// and the input checks run; the rest is skipped with that reason.
+
+const assert = require('assert')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+const { spawn, spawnSync } = require('child_process')
+const { Worker } = require('worker_threads')
+const threadlock = require('..')
+const { openSharedMemory, HostError } = require('../host')
+const { binding } = require('../lib/native')
+
+const ROOT = path.join(__dirname, '..')
+const HOST = JSON.stringify(path.join(ROOT, 'host'))
+const INDEX = JSON.stringify(ROOT)
+const supported = binding.shmSupported === true
+const major = Number(process.versions.node.split('.')[0])
+const HEADER = 65536
+
+function tmpdir () {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tl-shm-'))
+  fs.chmodSync(dir, 0o700)
+  return dir
+}
+
+// Runs `body` (statements using `host`, `threadlock`, `dir`; the value of
+// `out` is printed as JSON) in a new node process; returns { value } or
+// { error: { name, code, message } }.
+function run (body, dir, { args = [] } = {}) {
+  const script = `const host = require(${HOST}); const threadlock = require(${INDEX});
+    const dir = ${JSON.stringify(dir)}
+    let out
+    try { out = { value: (() => { ${body} })() } } catch (e) { out = { error: { name: e.name, code: e.code, message: e.message } } }
+    console.log(JSON.stringify(out))`
+  const r = spawnSync(process.execPath, [...args, '-e', script], { encoding: 'utf8', timeout: 60000 })
+  if (r.status !== 0) throw new Error(`child failed (status ${r.status}, signal ${r.signal}): ${r.stderr}`)
+  return JSON.parse(r.stdout.trim().split('\n').pop())
+}
+
+// A child that runs `body` (with `host`, `dir`, `say(line)`) and then stays
+// until killed or its stdin ends. Resolves with the child once it said its
+// first line.
+function child (body, dir) {
+  const script = `const host = require(${HOST}); const dir = ${JSON.stringify(dir)}
+    const say = (s) => process.stdout.write(s + '\\n')
+    ${body}
+    process.stdin.on('end', () => process.exit(0)); process.stdin.resume()`
+  const c = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const onExit = (code, signal) => reject(new Error(`child exited (${code}, ${signal}): ${out}`))
+    c.once('exit', onExit)
+    c.stdout.on('data', (d) => {
+      out += d
+      if (out.includes('\n')) {
+        c.removeListener('exit', onExit)
+        resolve({ child: c, line: out.trim() })
+      }
+    })
+  })
+}
+
+function exited (c) {
+  return new Promise((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) resolve()
+    else c.once('exit', () => resolve())
+  })
+}
+
+describe('openSharedMemory: input and refusal on every Node.js', () => {
+  let dir
+  beforeEach(() => { dir = tmpdir() })
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+  it('refuses bad input with TypeError or RangeError before anything is created', () => {
+    const sub = path.join(dir, 'sub')
+    const type = [
+      [1, { path: sub, size: 8 }],
+      [undefined, { path: sub, size: 8 }],
+      [Symbol('x'), { path: sub, size: 8 }],
+      ['a'],
+      ['a', null],
+      ['a', 'size'],
+      ['a', { path: sub }],
+      ['a', { path: sub, size: '64' }],
+      ['a', { path: sub, size: 8n }],
+      ['a', { path: 1, size: 8 }],
+      ['a', { path: sub, size: 8, mode: 1 }]
+    ]
+    for (const args of type) {
+      assert.throws(() => openSharedMemory(...args), (e) => e instanceof TypeError && e.message.startsWith('openSharedMemory:'), String(args[0]))
+    }
+    const range = [
+      ['', { path: sub, size: 8 }],
+      ['.hidden', { path: sub, size: 8 }],
+      ['a/b', { path: sub, size: 8 }],
+      ['../a', { path: sub, size: 8 }],
+      ['a\0', { path: sub, size: 8 }],
+      ['x'.repeat(201), { path: sub, size: 8 }],
+      ['a', { path: sub, size: 0 }],
+      ['a', { path: sub, size: -8 }],
+      ['a', { path: sub, size: 12 }],
+      ['a', { path: sub, size: 8.5 }],
+      ['a', { path: sub, size: NaN }],
+      ['a', { path: sub, size: Infinity }],
+      ['a', { path: sub, size: 2 ** 53 }],
+      ['a', { path: '', size: 8 }]
+    ]
+    for (const args of range) {
+      assert.throws(() => openSharedMemory(...args), (e) => e instanceof RangeError && e.message.startsWith('openSharedMemory:'), `${String(args[0])} ${args[1].size}`)
+    }
+    assert.strictEqual(fs.existsSync(sub), false)
+  })
+
+  it('Node.js 20 refuses with HostError ENOTSUP; 22 and later have the runtime call', function () {
+    if (major >= 22) {
+      assert.strictEqual(supported, true, 'Node.js >= 22 exports node_api_create_external_sharedarraybuffer')
+      return
+    }
+    assert.strictEqual(supported, false)
+    assert.throws(() => openSharedMemory('a', { path: dir, size: 8 }), (e) =>
+      e instanceof HostError && e.code === 'ENOTSUP' && /Node\.js 22/.test(e.message))
+    assert.deepStrictEqual(fs.readdirSync(dir), [])
+  })
+})
+
+describe('openSharedMemory (Node.js >= 22)', function () {
+  this.timeout(60000)
+  let dir
+  before(function () {
+    if (!supported) {
+      console.log(`      (skipped: Node.js ${process.version} has no node_api_create_external_sharedarraybuffer; .ci/node-majors.sh runs these on 22, 24 and 26)`)
+      this.skip()
+    }
+  })
+  beforeEach(() => { dir = tmpdir() })
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+  it('gives a zero-filled SharedArrayBuffer of the size over <name>.shm, mode 0600, every block allocated', () => {
+    const b = openSharedMemory('counters', { path: dir, size: 4096 + 64 })
+    assert.ok(b instanceof SharedArrayBuffer)
+    assert.strictEqual(b.byteLength, 4096 + 64)
+    assert.ok(new Uint8Array(b).every((x) => x === 0))
+    const st = fs.statSync(path.join(dir, 'counters.shm'))
+    assert.strictEqual(st.size, HEADER + 4096 + 64)
+    assert.strictEqual(st.mode & 0o777, 0o600)
+    assert.ok(st.blocks * 512 >= st.size, 'allocated, not sparse')
+  })
+
+  it('is the same memory for 4 processes opening the same name at once (exact counts)', async () => {
+    const N = 20000
+    const body = `const b = host.openSharedMemory('c', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      Atomics.add(i, 1, 1)
+      while (Atomics.load(i, 1) < 4) {}
+      for (let k = 0; k < ${N}; k++) Atomics.add(i, 0, 1)
+      Atomics.add(i, 2, 1)
+      say('done')`
+    const kids = await Promise.all([0, 1, 2, 3].map(() => child(body, dir)))
+    const i = new Int32Array(openSharedMemory('c', { path: dir, size: 64 }))
+    assert.strictEqual(Atomics.load(i, 2), 4)
+    assert.strictEqual(Atomics.load(i, 0), 4 * N)
+    for (const k of kids) k.child.stdin.end()
+    await Promise.all(kids.map((k) => exited(k.child)))
+  })
+
+  it('outlives a process killed with kill -9, and a SIGSTOPped process does not delay another opener', async () => {
+    const { child: c } = await child(`const i = new Int32Array(host.openSharedMemory('m', { path: dir, size: 16 }))
+      Atomics.store(i, 0, 1234); say('ready')`, dir)
+    const i = new Int32Array(openSharedMemory('m', { path: dir, size: 16 }))
+    c.kill('SIGSTOP')
+    const r = run("return Atomics.load(new Int32Array(host.openSharedMemory('m', { path: dir, size: 16 })), 0)", dir)
+    assert.deepStrictEqual(r, { value: 1234 })
+    c.kill('SIGKILL')
+    await exited(c)
+    assert.strictEqual(Atomics.load(i, 0), 1234)
+    const after = run("const i = new Int32Array(host.openSharedMemory('m', { path: dir, size: 16 })); Atomics.add(i, 0, 1); return Atomics.load(i, 0)", dir)
+    assert.deepStrictEqual(after, { value: 1235 })
+    assert.strictEqual(Atomics.load(i, 0), 1235)
+  })
+
+  it('is the same memory again in the same process and in a worker that opens the name', async () => {
+    const a = new Int32Array(openSharedMemory('w', { path: dir, size: 8 }))
+    const b = new Int32Array(openSharedMemory('w', { path: dir, size: 8 }))
+    Atomics.store(a, 0, 7)
+    assert.strictEqual(Atomics.load(b, 0), 7)
+    const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+      const host = require(${HOST})
+      const i = new Int32Array(host.openSharedMemory('w', { path: workerData, size: 8 }))
+      Atomics.add(i, 0, 1)
+      parentPort.postMessage(Atomics.load(i, 0))`, { eval: true, workerData: dir })
+    const [v] = await Promise.all([new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) }), new Promise((resolve) => w.once('exit', resolve))])
+    assert.strictEqual(v, 8)
+    assert.strictEqual(Atomics.load(a, 0), 8)
+  })
+
+  it('refuses another size with a RangeError that names the size the file has', () => {
+    openSharedMemory('s', { path: dir, size: 64 })
+    assert.throws(() => openSharedMemory('s', { path: dir, size: 128 }), (e) => e instanceof RangeError && /size 64, not 128/.test(e.message))
+    const r = run("return host.openSharedMemory('s', { path: dir, size: 8 })", dir)
+    assert.strictEqual(r.error.name, 'RangeError')
+  })
+
+  it('a name belongs to its directory', () => {
+    const other = tmpdir()
+    try {
+      const a = new Int32Array(openSharedMemory('n', { path: dir, size: 8 }))
+      const b = new Int32Array(openSharedMemory('n', { path: other, size: 8 }))
+      Atomics.store(a, 0, 1)
+      assert.strictEqual(Atomics.load(b, 0), 0)
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses what another user could change (the host trust checks): directory mode, symbolic links, hard link, FIFO, mode, owner', () => {
+    const open = (d, name = 'x') => { try { openSharedMemory(name, { path: d, size: 8 }); return 'opened' } catch (e) { return `${e.name} ${e.code}` } }
+    const wide = path.join(dir, 'wide')
+    fs.mkdirSync(wide, { mode: 0o777 })
+    fs.chmodSync(wide, 0o777)
+    assert.strictEqual(open(wide), 'HostError EUNSAFE')
+    const real = path.join(dir, 'real')
+    fs.mkdirSync(real, { mode: 0o700 })
+    fs.symlinkSync(real, path.join(dir, 'link'))
+    assert.strictEqual(open(path.join(dir, 'link')), 'HostError EUNSAFE')
+    fs.writeFileSync(path.join(dir, 'target'), '')
+    fs.symlinkSync(path.join(dir, 'target'), path.join(real, 'sym.shm'))
+    assert.strictEqual(open(real, 'sym'), 'HostError EUNSAFE')
+    openSharedMemory('hard', { path: real, size: 8 })
+    fs.linkSync(path.join(real, 'hard.shm'), path.join(dir, 'elsewhere'))
+    assert.strictEqual(open(real, 'hard'), 'HostError EUNSAFE')
+    spawnSync('mkfifo', [path.join(real, 'fifo.shm')])
+    assert.strictEqual(open(real, 'fifo'), 'HostError EUNSAFE')
+    fs.writeFileSync(path.join(real, 'mode.shm'), '', { mode: 0o644 })
+    fs.chmodSync(path.join(real, 'mode.shm'), 0o644)
+    assert.strictEqual(open(real, 'mode'), 'HostError EUNSAFE')
+    if (process.geteuid() === 0) {
+      fs.writeFileSync(path.join(real, 'owner.shm'), '', { mode: 0o600 })
+      fs.chownSync(path.join(real, 'owner.shm'), 65534, 65534)
+      assert.strictEqual(open(real, 'owner'), 'HostError EUNSAFE')
+    }
+  })
+
+  it('refuses a file that was truncated or extended (ECORRUPT), or is not shared memory, instead of mapping it', () => {
+    openSharedMemory('t', { path: dir, size: 8192 })
+    const file = path.join(dir, 't.shm')
+    fs.truncateSync(file, HEADER + 4096)
+    assert.throws(() => openSharedMemory('t', { path: dir, size: 8192 }), (e) => e instanceof HostError && e.code === 'ECORRUPT')
+    fs.truncateSync(file, HEADER + 16384)
+    assert.throws(() => openSharedMemory('t', { path: dir, size: 8192 }), (e) => e instanceof HostError && e.code === 'ECORRUPT')
+    fs.writeFileSync(path.join(dir, 'junk.shm'), 'not a header at all, just text', { mode: 0o600 })
+    assert.throws(() => openSharedMemory('junk', { path: dir, size: 8 }), (e) => e instanceof HostError && e.code === 'ECORRUPT')
+  })
+
+  it('wait, notify and waiterCount on a file truncated under the process: an ECORRUPT error, never SIGBUS', function () {
+    if (!supported) this.skip()
+    const r = run(`const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory('cut', { path: dir, size: 1 << 20 }))
+      require('fs').truncateSync(require('path').join(dir, 'cut.shm'), 65536 + 4096)
+      const out = []
+      for (const f of [() => threadlock.notify(i, 100000), () => threadlock.wait(i, 100000, 0, 10), () => threadlock.waiterCount(i, 100000), () => threadlock.notify(i, 0)]) {
+        try { out.push(String(f())) } catch (e) { out.push(e.code) }
+      }
+      return out`, dir)
+    assert.deepStrictEqual(r.value, ['ECORRUPT', 'ECORRUPT', 'ECORRUPT', 'ECORRUPT'])
+  })
+
+  it('a wait blocked when the file is truncated ends with ECORRUPT, never SIGBUS', async function () {
+    const c = await child(`const { Worker } = require('worker_threads')
+      const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory('cut2', { path: dir, size: 1 << 20 }))
+      const w = new Worker('const { parentPort, workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); try { parentPort.postMessage(t.wait(new Int32Array(workerData), 0, 0)) } catch (e) { parentPort.postMessage(e.code) }', { eval: true, workerData: i.buffer })
+      w.on('message', (m) => say(String(m)))
+      const tick = () => { if (threadlock.waiterCount(i, 0) === 1) say('waiting'); else setTimeout(tick, 10) }
+      tick()`, dir)
+    assert.strictEqual(c.line, 'waiting')
+    const got = new Promise((resolve) => {
+      let out = ''
+      c.child.stdout.on('data', (d) => { out += d; if (out.includes('\n')) resolve(out.trim()) })
+    })
+    fs.truncateSync(path.join(dir, 'cut2.shm'), 65536 + 4096)
+    assert.strictEqual(await got, 'ECORRUPT')
+    c.child.stdin.end()
+    await exited(c.child)
+    assert.strictEqual(c.child.signalCode, null)
+  })
+
+  it('initialises again a file whose creator died before the header (empty or header never written)', () => {
+    fs.writeFileSync(path.join(dir, 'e.shm'), '', { mode: 0o600 })
+    const a = new Uint8Array(openSharedMemory('e', { path: dir, size: 64 }))
+    assert.strictEqual(a.length, 64)
+    fs.writeFileSync(path.join(dir, 'z.shm'), Buffer.alloc(100), { mode: 0o600 })
+    const z = new Uint8Array(openSharedMemory('z', { path: dir, size: 8 }))
+    assert.ok(z.every((x) => x === 0))
+  })
+
+  it('leaves no file when the OS cannot allocate the size', () => {
+    assert.throws(() => openSharedMemory('huge', { path: dir, size: 2 ** 52 }), (e) => e instanceof HostError && typeof e.code === 'string' && e.message.startsWith('openSharedMemory:'))
+    assert.deepStrictEqual(fs.readdirSync(dir), [])
+  })
+
+  it('unmaps the file when the last SharedArrayBuffer over it is collected', () => {
+    const r = run(`const native = require(${JSON.stringify(path.join(ROOT, 'lib', 'native'))})
+      const maps = () => require('fs').readFileSync('/proc/self/maps', 'utf8').split('\\n').filter((l) => l.includes(dir)).length
+      let keep = []
+      for (let k = 0; k < 50; k++) keep.push(host.openSharedMemory('g', { path: dir, size: 1 << 20 }))
+      const during = [native.shmCount(), maps()]
+      keep = null
+      for (let k = 0; k < 10 && native.shmCount() > 0; k++) globalThis.gc()
+      return { during, after: [native.shmCount(), maps()] }`, dir, { args: ['--expose-gc'] })
+    // 50 mappings of the file, and the process's one mapping of its header
+    // page (its slot: shm_owners.c), left with the last of them.
+    assert.deepStrictEqual(r.value.during, [50, 51])
+    assert.deepStrictEqual(r.value.after, [0, 0])
+  })
+
+  it('removing the file: open mappings keep their memory, the next open makes a new zero-filled file', () => {
+    const a = new Int32Array(openSharedMemory('r', { path: dir, size: 8 }))
+    Atomics.store(a, 0, 5)
+    fs.rmSync(path.join(dir, 'r.shm'))
+    assert.strictEqual(Atomics.load(a, 0), 5)
+    const b = new Int32Array(openSharedMemory('r', { path: dir, size: 8 }))
+    assert.strictEqual(Atomics.load(b, 0), 0)
+  })
+
+  describe('owner ids unique across processes, alive by OFD byte locks (binding.shmOwnerId / shmOwnerAlive)', () => {
+    const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
+    const idChild = (name) => child(`const { binding } = require(${NATIVE})
+      const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 8 }))
+      say(String(binding.shmOwnerId(i)))`, dir)
+
+    it('4 processes, their main threads and a worker get 4 + 2 different ids, each alive; kill -9 makes one dead, SIGSTOP does not; its slot reused gets a new id', async () => {
+      const i = new Int32Array(openSharedMemory('o', { path: dir, size: 8 }))
+      const mine = binding.shmOwnerId(i)
+      assert.strictEqual(binding.shmOwnerId(i), mine, 'one id per thread')
+      const kids = await Promise.all([0, 1, 2, 3].map(() => idChild('o')))
+      const ids = kids.map((k) => Number(k.line))
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const { binding } = require(${NATIVE})
+        parentPort.postMessage(binding.shmOwnerId(new Int32Array(workerData)))
+        parentPort.once('message', () => process.exit(0))`, { eval: true, workerData: i.buffer })
+      const wid = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+      const all = [mine, wid, ...ids]
+      assert.strictEqual(new Set(all).size, 6, `distinct: ${all}`)
+      for (const id of all) {
+        assert.ok(id > 0 && id < 2 ** 29, `fits the owner field: ${id}`)
+        assert.strictEqual(binding.shmOwnerAlive(i, id), true, `alive: ${id}`)
+      }
+      // A worker that ends is dead as an owner, for this process and others.
+      const ended = new Promise((resolve) => w.once('exit', resolve))
+      w.postMessage('end')
+      await ended
+      assert.strictEqual(binding.shmOwnerAlive(i, wid), false)
+      assert.deepStrictEqual(run(`const { binding } = require(${NATIVE})
+        const i = new Int32Array(host.openSharedMemory('o', { path: dir, size: 8 }))
+        return [binding.shmOwnerAlive(i, ${wid}), binding.shmOwnerAlive(i, ${mine}), binding.shmOwnerAlive(i, ${ids[1]})]`, dir), { value: [false, true, true] })
+      // SIGSTOP: still alive. kill -9: dead, and only that one.
+      kids[0].child.kill('SIGSTOP')
+      assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), true)
+      kids[0].child.kill('SIGKILL')
+      await exited(kids[0].child)
+      assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), false)
+      for (const id of ids.slice(1)) assert.strictEqual(binding.shmOwnerAlive(i, id), true)
+      // The freed slot is claimed again (the first free one) with a new
+      // generation: a new id, and the dead one stays dead.
+      const again = await idChild('o')
+      const nid = Number(again.line)
+      assert.strictEqual(nid >> 22, ids[0] >> 22, 'the same slot')
+      assert.notStrictEqual(nid, ids[0])
+      assert.strictEqual(binding.shmOwnerAlive(i, nid), true)
+      assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), false)
+      for (const k of [...kids.slice(1), again]) k.child.stdin.end()
+      await Promise.all([...kids.slice(1), again].map((k) => exited(k.child)))
+      for (const id of [...ids, nid]) assert.strictEqual(binding.shmOwnerAlive(i, id), false, `exited: ${id}`)
+    })
+
+    it('97th process: HostError EFULL (every slot\'s liveness byte held, here by POSIX locks of another process); byte 0 held: EATTACH after 5 s', async function () {
+      if (spawnSync('python3', ['-c', '1']).status !== 0) this.skip()
+      // Made by a process that is gone: this one holds no slot of it.
+      assert.strictEqual(run("return host.openSharedMemory('full', { path: dir, size: 8 }).byteLength", dir).value, 8)
+      const file = path.join(dir, 'full.shm')
+      const py = spawn('python3', ['-c', `import fcntl, os, sys
+fd = os.open(${JSON.stringify(file)}, os.O_RDWR)
+for b in sys.argv[1:]:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(b))
+print('held', flush=True)
+sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k)), '0'], { stdio: ['pipe', 'pipe', 'inherit'] })
+      await new Promise((resolve, reject) => { py.stdout.once('data', resolve); py.once('exit', reject) })
+      try {
+        const t0 = Date.now()
+        const r = run("return host.openSharedMemory('full', { path: dir, size: 8 })", dir)
+        assert.strictEqual(r.error.code, 'EATTACH', JSON.stringify(r))
+        assert.ok(Date.now() - t0 >= 4900)
+      } finally {
+        py.stdin.end()
+        await exited(py)
+      }
+      const py2 = spawn('python3', ['-c', `import fcntl, os, sys
+fd = os.open(${JSON.stringify(file)}, os.O_RDWR)
+for b in sys.argv[1:]:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, int(b))
+print('held', flush=True)
+sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { stdio: ['pipe', 'pipe', 'inherit'] })
+      await new Promise((resolve, reject) => { py2.stdout.once('data', resolve); py2.once('exit', reject) })
+      try {
+        const r = run("return host.openSharedMemory('full', { path: dir, size: 8 })", dir)
+        assert.strictEqual(r.error.code, 'EFULL', JSON.stringify(r))
+        assert.strictEqual(r.error.name, 'HostError')
+      } finally {
+        py2.stdin.end()
+        await exited(py2)
+      }
+      assert.strictEqual(run("return host.openSharedMemory('full', { path: dir, size: 8 }).byteLength", dir).value, 8)
+    })
+
+    it('a process that exited is no longer an owner there; memory of no file has no owner ids', () => {
+      const r = run(`const { binding } = require(${NATIVE})
+        let b = host.openSharedMemory('g2', { path: dir, size: 8 })
+        const id = binding.shmOwnerId(new Int32Array(b))
+        return id`, dir)
+      const i = new Int32Array(openSharedMemory('g2', { path: dir, size: 8 }))
+      assert.strictEqual(binding.shmOwnerAlive(i, r.value), false)
+      assert.throws(() => binding.shmOwnerId(new Int32Array(8)), TypeError)
+    })
+  })
+
+  describe('wait / notify across processes (the waiter list in the file)', () => {
+    // A child that opens `name` and blocks in threadlock.wait(i, index, 0,
+    // timeout); it says 'waiting' first and then the result and the time.
+    const waiter = (name, { index = 0, timeout = 'Infinity' } = {}) => child(`const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }))
+      say('waiting')
+      const t0 = Date.now()
+      const r = threadlock.wait(i, ${index}, 0, ${timeout})
+      say(r + ' ' + (Date.now() - t0))`, dir)
+    // The next line a child says after its first.
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+
+    it('notify counts the waiters it woke in every process (4 processes + a worker), oldest first', async () => {
+      const i = new Int32Array(openSharedMemory('wn', { path: dir, size: 64 }))
+      const kids = []
+      for (let k = 0; k < 4; k++) {
+        const w = await waiter('wn')
+        kids.push(w)
+        await until(() => threadlock.waiterCount(i, 0) === k + 1, `waiter ${k}`)
+      }
+      const worker = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        parentPort.postMessage(threadlock.wait(new Int32Array(workerData), 0, 0))`, { eval: true, workerData: i.buffer })
+      const wr = new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject) })
+      await until(() => threadlock.waiterCount(i, 0) === 5, 'the worker')
+      // Oldest first: one notify wakes the first process, not the others.
+      const first = next(kids[0].child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await first, /^ok /)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 4)
+      const rest = kids.slice(1).map((k) => next(k.child))
+      assert.strictEqual(threadlock.notify(i, 0), 4)
+      for (const r of await Promise.all(rest)) assert.match(r, /^ok /)
+      assert.strictEqual(await wr, 'ok')
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('oldest first also when a newer waiter took an older waiter\'s place in the list', async () => {
+      const i = new Int32Array(openSharedMemory('wf', { path: dir, size: 64 }))
+      const a = await waiter('wf', { timeout: 500 })
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'a')
+      const b = await waiter('wf')
+      await until(() => threadlock.waiterCount(i, 0) === 2, 'b')
+      assert.match(await next(a.child), /^timed-out /)
+      // c takes the node a left, before b's in the list, with a later ticket.
+      const c = await waiter('wf')
+      await until(() => threadlock.waiterCount(i, 0) === 2, 'c')
+      const rb = next(b.child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await rb, /^ok /)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 1)
+      const rc = next(c.child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await rc, /^ok /)
+      for (const k of [a, b, c]) k.child.stdin.end()
+      await Promise.all([a, b, c].map((k) => exited(k.child)))
+    })
+
+    it('another word, not-equal, and a timeout that is never early', async () => {
+      const i = new Int32Array(openSharedMemory('wt', { path: dir, size: 64 }))
+      Atomics.store(i, 2, 5)
+      assert.strictEqual(threadlock.wait(i, 2, 0, 1000), 'not-equal')
+      const w = await waiter('wt', { index: 1, timeout: 300 })
+      const r = await next(w.child)
+      const [res, ms] = r.split(' ')
+      assert.strictEqual(res, 'timed-out')
+      assert.ok(Number(ms) >= 300, `waited ${ms} ms`)
+      assert.strictEqual(threadlock.wait(i, 1, 0, 50), 'timed-out')
+      w.child.stdin.end()
+      await exited(w.child)
+    })
+
+    it('a waiting process uses no CPU; a SIGSTOPped waiter is still counted and returns ok after SIGCONT; a kill -9ed one is not counted and its node is reclaimed', async () => {
+      const i = new Int32Array(openSharedMemory('wk', { path: dir, size: 64 }))
+      const a = await waiter('wk')
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'a')
+      const b = await waiter('wk')
+      await until(() => threadlock.waiterCount(i, 0) === 2, 'b')
+      const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+      const before = ticks(b.child.pid)
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const used = ticks(b.child.pid) - before
+      assert.ok(used <= 10, `the waiting process used ${used} ticks of CPU in 1 s`)
+      a.child.kill('SIGKILL')
+      await exited(a.child)
+      b.child.kill('SIGSTOP')
+      assert.strictEqual(threadlock.waiterCount(i, 0), 1)
+      const rb = next(b.child)
+      assert.strictEqual(threadlock.notify(i, 0), 1, 'only the live waiter is counted')
+      b.child.kill('SIGCONT')
+      assert.match(await rb, /^ok /)
+      b.child.stdin.end()
+      await exited(b.child)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 0)
+    })
+
+    it('a worker terminated in wait() ends, and its node leaves the list', async () => {
+      const i = new Int32Array(openSharedMemory('wx', { path: dir, size: 64 }))
+      const worker = new Worker(`const { workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        threadlock.wait(new Int32Array(workerData), 0, 0)`, { eval: true, workerData: i.buffer })
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'the worker')
+      const t0 = Date.now()
+      await worker.terminate()
+      assert.ok(Date.now() - t0 < 10000)
+      await until(() => threadlock.waiterCount(i, 0) === 0, 'the node to leave')
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+    })
+
+    it('the nodes of a process killed with 8 workers waiting are not counted, and a notify reclaims them', async function () {
+      const i = new Int32Array(openSharedMemory('wr', { path: dir, size: 64 }))
+      for (let round = 0; round < 2; round++) {
+        const c = await child(`const { Worker } = require('worker_threads')
+          const i = new Int32Array(host.openSharedMemory('wr', { path: dir, size: 64 }))
+          const threadlock = require(${INDEX})
+          for (let k = 0; k < 8; k++) new Worker('const { workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); t.wait(new Int32Array(workerData), 0, 0)', { eval: true, workerData: i.buffer })
+          const tick = () => { if (threadlock.waiterCount(i, 0) >= 8) say('all'); else setTimeout(tick, 10) }
+          tick()`, dir)
+        assert.strictEqual(c.line, 'all')
+        assert.strictEqual(binding.shmNodesUsed(i), 8)
+        c.child.kill('SIGKILL')
+        await exited(c.child)
+        assert.strictEqual(threadlock.waiterCount(i, 0), 0)
+        assert.strictEqual(binding.shmNodesUsed(i), 8, 'still taken until someone meets them')
+        assert.strictEqual(threadlock.notify(i, 0), 0, 'dead waiters are not counted')
+        assert.strictEqual(binding.shmNodesUsed(i), 0, 'and the notify freed them')
+      }
+    })
+  })
+
+  describe('until the primitives work across processes, they refuse such memory (ENOTSUP)', () => {
+    const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
+
+    it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
+      const b = openSharedMemory('p', { path: dir, size: 64 })
+      const { AsyncLock, RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch } = threadlock
+      assert.throws(() => new AsyncLock(b, 0), refused)
+      assert.throws(() => new AsyncLock({ buffer: b, byteOffset: 8 }), refused)
+      assert.throws(() => new RWLock(b, 0), refused)
+      assert.throws(() => new Semaphore(1, b, 0), refused)
+      assert.throws(() => new ConditionVariable(b, 0), refused)
+      assert.throws(() => new Barrier(2, b, 0), refused)
+      assert.throws(() => new CountDownLatch(1, b, 0), refused)
+      for (const C of [AsyncLock, RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch]) {
+        assert.throws(() => C.from({ type: C.name, buffer: b, byteOffset: 0 }), refused, C.name)
+      }
+      assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
+      const i = new Int32Array(b)
+      assert.throws(() => threadlock.waitAsync(i, 0, 0, 0), refused)
+      assert.throws(() => threadlock.waitAsync(new BigInt64Array(b), 1, 0n, 10), refused)
+      const lock = new AsyncLock()
+      lock.lock()
+      lock.unlock()
+      assert.strictEqual(threadlock.wait(new Int32Array(new SharedArrayBuffer(8)), 0, 1, 0), 'not-equal')
+    })
+
+    it('a buffer posted to a worker is recognised there too', async () => {
+      const b = openSharedMemory('q', { path: dir, size: 64 })
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const out = []
+        for (const f of [() => new threadlock.AsyncLock(workerData, 0), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0)]) {
+          try { f(); out.push('accepted') } catch (e) { out.push(e.code) }
+        }
+        parentPort.postMessage(out)`, { eval: true, workerData: b })
+      const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+      await new Promise((resolve) => w.once('exit', resolve))
+      assert.deepStrictEqual(out, ['ENOTSUP', 'ENOTSUP'])
+    })
+  })
+})
