@@ -34,6 +34,9 @@ class Semaphore extends SharedSlot {
   #i32
   #gate
   #releaseOne = () => this.release(1)
+  // performance.now() before which no request queued on the word can have
+  // starved, as the core last told this object (src/sem.c, S6).
+  #calmUntil = 0
 
   /**
    * @param {number} [permits=1] initial permits
@@ -95,14 +98,30 @@ class Semaphore extends SharedSlot {
   /** Returns `k` permits; the core wakes or grants a queued request. */
   release (k) {
     const n = readPermits(k, 'Semaphore.release')
-    let v = load(this.#i32, 0)
-    while (!(v & (WAITERS | WOKEN))) {
+    const i32 = this.#i32
+    let v = load(i32, 0)
+    let calm = false
+    for (;;) {
+      // With requests queued, one compare-exchange still serves while the
+      // head is woken and on its way (K set, R clear) and no request can
+      // have starved: the core would only add the permits (src/sem.c, the
+      // woken shortcut, S6). Otherwise the core decides.
+      if (v & (WAITERS | WOKEN)) {
+        if ((v & (WOKEN | RESERVED)) !== WOKEN) break
+        if (!calm) {
+          if (performance.now() >= this.#calmUntil) break
+          calm = true
+        }
+      }
       if ((v & MASK) + n > MASK) throw new RangeError(`Semaphore.release: ${n} more permits would exceed ${MASK}`)
-      const seen = compareExchange(this.#i32, 0, v, v + n)
+      const seen = compareExchange(i32, 0, v, v + n)
       if (seen === v) return
       v = seen
     }
-    gate.gateRelease(this.#i32, 0, GATE_SEM, n, 'Semaphore.release')
+    // Read before the call, so that the bound errs early.
+    const before = performance.now()
+    const r = gate.gateRelease(i32, 0, GATE_SEM, n, 'Semaphore.release')
+    this.#calmUntil = before + ((r >> 4) - 1) / 1000
   }
 
   /** Runs `callback` holding `options.permits` (1) permits. */
