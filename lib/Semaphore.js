@@ -18,12 +18,32 @@
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
+const { interrupted, timeoutError } = require('./errors')
 const { readCount, readSyncOptions, readAsyncOptions } = require('./validate')
 
 const {
   GATE_SEM, SEM_MASK: MASK, SEM_RESERVED: RESERVED, SEM_WOKEN: WOKEN, GATE_WAITERS: WAITERS
 } = native.constants
 const { compareExchange, load, store } = Atomics
+const { RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED } = native.constants
+
+// The Semaphore's gate: a queued request without a signal settles with its
+// release function in one step from the core's code (gate.Gate's queue
+// takes two: code to owner-died news, news to release function), which is
+// a promise and a microtask less for every request that waits (row 7b).
+class SemaphoreGate extends gate.Gate {
+  queue (amount, o, where, release) {
+    if (o.signal !== undefined) return super.queue(amount, o, where, release)
+    const r = native.gateAcquireAsync(this.i32, 0, GATE_SEM, native.selfId, amount, o.timeout, o.ref, false)
+    if (typeof r === 'number') return Promise.resolve(gate.makeRelease(release, r === OWNER_DIED))
+    // As in gate.gateAsync: no promise, because the thread is terminating.
+    if (r === undefined) return Promise.reject(interrupted(where))
+    return r.then((code) => {
+      if (code === ACQUIRED || code === OWNER_DIED) return gate.makeRelease(release, code === OWNER_DIED)
+      throw timeoutError(o.timeout, where)
+    })
+  }
+}
 
 function readPermits (k, where) {
   if (k === undefined) return 1
@@ -50,7 +70,7 @@ class Semaphore extends SharedSlot {
       if (handle === undefined) store(i32, 0, readCount(permits, 0, MASK, 'Semaphore', 'permits'))
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
-    this.#gate = new gate.Gate(this.#i32, GATE_SEM, (k) => this.#fast(k) ? false : undefined)
+    this.#gate = new SemaphoreGate(this.#i32, GATE_SEM, (k) => this.#fast(k) ? false : undefined)
   }
 
   /** Permits available now. */
