@@ -18,6 +18,7 @@
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
+const { interrupted, timeoutError } = require('./errors')
 const {
   describe, isPlainObject, checkKeys, readCount, readSyncOptions, readAsyncOptions
 } = require('./validate')
@@ -26,6 +27,25 @@ const {
   GATE_SEM, SEM_MASK: MASK, SEM_RESERVED: RESERVED, SEM_WOKEN: WOKEN, GATE_WAITERS: WAITERS
 } = native.constants
 const { compareExchange, load, store } = Atomics
+const { RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED } = native.constants
+
+// The Semaphore's gate: a queued request without a signal settles with its
+// release function in one step from the core's code (gate.Gate's queue
+// takes two: code to owner-died news, news to release function), which is
+// a promise and a microtask less for every request that waits (row 7b).
+class SemaphoreGate extends gate.Gate {
+  queue (amount, o, where, release) {
+    if (o.signal !== undefined) return super.queue(amount, o, where, release)
+    const r = native.gateAcquireAsync(this.i32, 0, GATE_SEM, native.selfId, amount, o.timeout, o.ref, false)
+    if (typeof r === 'number') return Promise.resolve(gate.makeRelease(release, r === OWNER_DIED))
+    // As in gate.gateAsync: no promise, because the thread is terminating.
+    if (r === undefined) return Promise.reject(interrupted(where))
+    return r.then((code) => {
+      if (code === ACQUIRED || code === OWNER_DIED) return gate.makeRelease(release, code === OWNER_DIED)
+      throw timeoutError(o.timeout, where)
+    })
+  }
+}
 
 function readPermits (k, where) {
   if (k === undefined) return 1
@@ -50,6 +70,9 @@ class Semaphore extends SharedSlot {
   #i32
   #gate
   #releaseOne = () => this.release(1)
+  // performance.now() before which no request queued on the word can have
+  // starved, as the core last told this object (src/sem.c, S6).
+  #calmUntil = 0
 
   /**
    * @param {number} [permits=1] initial permits
@@ -63,7 +86,7 @@ class Semaphore extends SharedSlot {
       if (handle === undefined) store(i32, 0, readCount(permits, 0, MASK, 'Semaphore', 'permits'))
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
-    this.#gate = new gate.Gate(this.#i32, GATE_SEM, (k) => this.#fast(k) ? false : undefined)
+    this.#gate = new SemaphoreGate(this.#i32, GATE_SEM, (k) => this.#fast(k) ? false : undefined)
   }
 
   /** Permits available now. */
@@ -123,14 +146,30 @@ class Semaphore extends SharedSlot {
   /** Returns `k` permits; the core wakes or grants a queued request. */
   release (k) {
     const n = readPermits(k, 'Semaphore.release')
-    let v = load(this.#i32, 0)
-    while (!(v & (WAITERS | WOKEN))) {
+    const i32 = this.#i32
+    let v = load(i32, 0)
+    let calm = false
+    for (;;) {
+      // With requests queued, one compare-exchange still serves while the
+      // head is woken and on its way (K set, R clear) and no request can
+      // have starved: the core would only add the permits (src/sem.c, the
+      // woken shortcut, S6). Otherwise the core decides.
+      if (v & (WAITERS | WOKEN)) {
+        if ((v & (WOKEN | RESERVED)) !== WOKEN) break
+        if (!calm) {
+          if (performance.now() >= this.#calmUntil) break
+          calm = true
+        }
+      }
       if ((v & MASK) + n > MASK) throw new RangeError(`Semaphore.release: ${n} more permits would exceed ${MASK}`)
-      const seen = compareExchange(this.#i32, 0, v, v + n)
+      const seen = compareExchange(i32, 0, v, v + n)
       if (seen === v) return
       v = seen
     }
-    gate.gateRelease(this.#i32, 0, GATE_SEM, n, 'Semaphore.release')
+    // Read before the call, so that the bound errs early.
+    const before = performance.now()
+    const r = gate.gateRelease(i32, 0, GATE_SEM, n, 'Semaphore.release')
+    this.#calmUntil = before + ((r >> 4) - 1) / 1000
   }
 
   /** Runs `callback` holding `options.permits` (1) permits. */

@@ -107,6 +107,10 @@ struct tl_env_s {
   uv_timer_t *timer; /* freed by its close callback */
   tl_mutex_t ready_lock;
   tl_queue_t ready;       /* woken nodes; protected by ready_lock */
+  uint8_t draining;       /* the env thread is draining `ready` and looks
+                             again before it clears this, so a push need
+                             not call the tsfn; written under ready_lock by
+                             the env thread only */
   tl_queue_t pending;     /* env thread: booked, not yet retired */
   tl_heap_t heap;         /* env thread: booked nodes with a deadline */
   size_t refs;            /* env thread: booked nodes with ref */
@@ -164,8 +168,19 @@ void tl__settle(tl_waiter_t *w);
 void tl__arm_timer(tl_env_t *e);
 
 /* ready.c, env thread: the threadsafe function's callback; resolves every
- * ready node in one pass. */
+ * ready node, and those that become ready while it runs (a chain of
+ * grants), in one call. */
 void tl__call_js(napi_env env, napi_value js_cb, void *context, void *data);
+
+/* ready.c, env thread, inside a JavaScript call: a release that may wake a
+ * request of this very thread drains the ready queue before it returns,
+ * instead of a turn of the event loop per grant. tl__drain_begin marks
+ * the queue as being drained (returns 0 if it is already, by a caller
+ * further up this thread's stack, which then drains it); tl__drain_now,
+ * called only after it returned 1, drains it, leaving named nodes (whose
+ * delivery calls JavaScript) to the threadsafe function. */
+int tl__drain_begin(tl_env_t *e);
+void tl__drain_now(napi_env env, tl_env_t *e);
 
 /* Env thread: frees a retired node once neither a cancel token nor a
  * queued event refers to it. */

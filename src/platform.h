@@ -55,12 +55,15 @@ tl__check_init(int rc)
 static inline uint64_t
 tl__deadline(double timeout_ms)
 {
-  uint64_t now = tl_now_ns();
+  uint64_t now;
   double ns;
 
-  /* DoWait step 9: NaN and +Infinity mean no deadline, negative means 0. */
+  /* DoWait step 9: NaN and +Infinity mean no deadline, negative means 0.
+   * No deadline reads no clock (a clock reading is a tenth of a queued
+   * request's cost on a VM, bench/README.md row 7b). */
   if (isnan(timeout_ms) || (isinf(timeout_ms) && timeout_ms > 0))
     return UINT64_MAX;
+  now = tl_now_ns();
   if (timeout_ms <= 0)
     return now;
   ns = ceil(timeout_ms * 1e6);

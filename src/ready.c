@@ -8,9 +8,11 @@
 /* The ready queue. */
 
 /* Appends `n` unless a named node is queued already, merging `events` into
- * it; then, if the queue was empty, asks the env's thread to drain it. A
- * closing function refuses the call, which is fine: teardown frees the
- * nodes either way. Any thread; takes and releases ready_lock. */
+ * it; then, if the queue was empty, asks the env's thread to drain it,
+ * unless that thread is draining it now and looks again before it stops
+ * (e->draining). A closing function refuses the call, which is fine:
+ * teardown frees the nodes either way. Any thread; takes and releases
+ * ready_lock. */
 static void
 tl__ready_push(tl_async_t *n, int events)
 {
@@ -21,7 +23,7 @@ tl__ready_push(tl_async_t *n, int events)
   n->events |= (uint8_t)events;
   if (!n->in_ready) {
     n->in_ready = 1;
-    was_empty = tl_queue_empty(&e->ready);
+    was_empty = tl_queue_empty(&e->ready) && !e->draining;
     tl_queue_insert_tail(&e->ready, &n->ready);
   }
   tl_mutex_unlock(&e->ready_lock);
@@ -125,95 +127,208 @@ tl__gate_retry(tl_env_t *e, tl_async_t *n, int *state)
   return 0;
 }
 
-/* Env thread, from the threadsafe function: resolves every ready node in
- * one pass. `env` is NULL while the function is being torn down; teardown
- * frees the nodes then. */
+/* The two result strings of plain waits, made once per thread and read
+ * into the current scope. Returns -1 once the thread can no longer run
+ * JavaScript; teardown then frees the queued nodes. */
+static int
+tl__results(napi_env env, tl_env_t *e, napi_value *ok, napi_value *timed_out)
+{
+  napi_value results;
+
+  if (napi_get_reference_value(env, e->results, &results) != napi_ok ||
+      napi_get_element(env, results, 0, ok) != napi_ok ||
+      napi_get_element(env, results, 1, timed_out) != napi_ok)
+    return -1;
+  return 0;
+}
+
+/* Env thread: handles one node taken off the ready queue: retries a woken
+ * gate request, resolves a settled one, delivers a named node's events.
+ * `ok` and `timed_out` are the result strings of plain waits. */
+static void
+tl__handle(napi_env env, tl_env_t *e, tl_async_t *n, napi_value ok,
+           napi_value timed_out)
+{
+  napi_handle_scope scope;
+  napi_value result;
+  int state = atomic_load(&n->w.state);
+
+  if (n->kind != TL_NODE_NAMED) {
+    tl_mutex_lock(&e->ready_lock);
+    n->in_ready = 0;
+    tl_mutex_unlock(&e->ready_lock);
+  }
+  if (n->kind == TL_NODE_NAMED) {
+    int again;
+    tl_mutex_lock(&e->ready_lock);
+    n->done_events = n->events;
+    n->events = 0;
+    tl_mutex_unlock(&e->ready_lock);
+    if (!n->done)
+      ((tl_named_node_t *)n)->deliver(env, e, (tl_named_node_t *)n);
+    /* Events that came while it was handled go around once more. */
+    tl_mutex_lock(&e->ready_lock);
+    n->in_ready = 0;
+    again = n->events != 0;
+    tl_mutex_unlock(&e->ready_lock);
+    if (again)
+      tl__ready_push(n, 0);
+    else
+      tl__maybe_free(n);
+    return;
+  }
+  if (n->done) {
+    /* Its booking failed after a notify took it; the caller has its
+     * error already and gave back what the notify brought. */
+    tl__maybe_free(n);
+    return;
+  }
+  if (n->kind == TL_NODE_GATE && state == TL_WOKEN &&
+      tl__gate_retry(e, n, &state))
+    return;
+  TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
+  if (n->kind == TL_NODE_GATE) {
+    int code;
+    /* A granted read lock keeps its buffer for as long as it is held. */
+    if (state == TL_NOTIFIED && n->w.gate == TL_GATE_READ && n->keep != NULL)
+      tl__keep_more(e, n->keep);
+    code = state == TL_NOTIFIED
+               ? (n->w.owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED)
+               : TL_RESULT_TIMED_OUT;
+    TL_NAPI_FATAL(napi_create_int32(env, code, &result));
+  } else {
+    result = state == TL_NOTIFIED ? ok : timed_out;
+  }
+  /* Resolving can only fail when the thread is going away; teardown
+   * then reclaims the node. */
+  napi_resolve_deferred(env, n->deferred, result);
+  n->deferred = NULL;
+  napi_close_handle_scope(env, scope);
+  tl__retire(e, n);
+}
+
+/* How many times one drain takes the queue again for nodes that came while
+ * it ran, before it leaves the rest to the threadsafe function: enough for
+ * a chain of grants (a woken semaphore request that takes its permits
+ * wakes the next, sem.c) to go on without a turn of the event loop per
+ * grant, few enough that other threads' wake-ups cannot hold the loop. */
+#define TL_DRAIN_ROUNDS 16
+
+/* Env thread, with e->draining set by the caller: handles the ready queue,
+ * taking it again while nodes come (pushes skip the threadsafe call
+ * meanwhile), then clears e->draining, and asks for a threadsafe call if
+ * nodes are left. From inside a JavaScript call (`in_js`), named nodes are
+ * left for the threadsafe function: their delivery calls JavaScript. */
+static void
+tl__drain(napi_env env, tl_env_t *e, int in_js)
+{
+  tl_queue_t batch, skipped, rest;
+  napi_value ok = NULL, timed_out = NULL;
+  int left, rounds = 0, broken = 0, handled = 0;
+
+  tl_queue_init(&skipped);
+  tl_mutex_lock(&e->ready_lock);
+  while (!broken && !tl_queue_empty(&e->ready) && rounds++ < TL_DRAIN_ROUNDS) {
+    /* Take the batch. A node leaves it before it is handled, so that a
+     * retried request can be queued again at once; a named node stays
+     * marked in_ready until it was handled, so that neither a release nor
+     * its token's finalizer frees it first, and its later events merge. */
+    tl_queue_move(&e->ready, &batch);
+    tl_mutex_unlock(&e->ready_lock);
+    /* The result strings of plain waits. Reading them fails only once the
+     * thread can no longer run JavaScript: nothing is handled then, and
+     * teardown frees the nodes. From the threadsafe function they are read
+     * first, as that test; inside a JavaScript call, which can run
+     * JavaScript, only when a plain wait needs them. */
+    if (!in_js && ok == NULL && tl__results(env, e, &ok, &timed_out) != 0)
+      broken = 1;
+    while (!broken && !tl_queue_empty(&batch)) {
+      tl_async_t *n = tl_queue_data(tl_queue_head(&batch), tl_async_t, ready);
+
+      if (in_js && n->kind == TL_NODE_NAMED) {
+        tl_queue_remove(&n->ready);
+        tl_queue_insert_tail(&skipped, &n->ready);
+        continue;
+      }
+      if (n->kind == TL_NODE_WAIT && ok == NULL &&
+          tl__results(env, e, &ok, &timed_out) != 0) {
+        broken = 1;
+        break;
+      }
+      tl_queue_remove(&n->ready);
+      tl__handle(env, e, n, ok, timed_out);
+      handled = 1;
+    }
+    tl_mutex_lock(&e->ready_lock);
+    if (broken) {
+      while (!tl_queue_empty(&batch)) {
+        tl_queue_t *q = tl_queue_head(&batch);
+        tl_queue_remove(q);
+        tl_queue_insert_tail(&e->ready, q);
+      }
+      break;
+    }
+  }
+  /* Skipped nodes go first, in their order, still marked in_ready. */
+  tl_queue_move(&e->ready, &rest);
+  while (!tl_queue_empty(&skipped)) {
+    tl_queue_t *q = tl_queue_head(&skipped);
+    tl_queue_remove(q);
+    tl_queue_insert_tail(&e->ready, q);
+  }
+  while (!tl_queue_empty(&rest)) {
+    tl_queue_t *q = tl_queue_head(&rest);
+    tl_queue_remove(q);
+    tl_queue_insert_tail(&e->ready, q);
+  }
+  e->draining = 0;
+  left = !tl_queue_empty(&e->ready) && !broken;
+  tl_mutex_unlock(&e->ready_lock);
+  if (left)
+    napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+  /* A retried request that sleeps again may have booked its deadline. */
+  if (handled || !in_js)
+    tl__arm_timer(e);
+}
+
+/* Env thread, from the threadsafe function: resolves every ready node, and
+ * those that become ready meanwhile, in one call. `env` is NULL while the
+ * function is being torn down; teardown frees the nodes then. */
 void
 tl__call_js(napi_env env, napi_value js_cb, void *context, void *data)
 {
   tl_env_t *e = context;
-  tl_queue_t batch;
-  napi_value results, ok, timed_out;
 
   (void)js_cb;
   (void)data;
   if (env == NULL)
     return;
-  /* The two result strings are made once per thread, and read once per
-   * batch, into the scope of this call. Reading fails only once the thread
-   * can no longer run JavaScript; teardown then frees the queued nodes. */
-  if (napi_get_reference_value(env, e->results, &results) != napi_ok ||
-      napi_get_element(env, results, 0, &ok) != napi_ok ||
-      napi_get_element(env, results, 1, &timed_out) != napi_ok)
-    return;
-
-  /* Take the batch. A node leaves it before it is handled, so that a
-   * retried request can be queued again at once; a named node stays marked
-   * in_ready until it was handled, so that neither a release nor its
-   * token's finalizer frees it first, and its later events merge. */
   tl_mutex_lock(&e->ready_lock);
-  tl_queue_move(&e->ready, &batch);
-  tl_mutex_unlock(&e->ready_lock);
-
-  while (!tl_queue_empty(&batch)) {
-    tl_async_t *n = tl_queue_data(tl_queue_head(&batch), tl_async_t, ready);
-    napi_handle_scope scope;
-    napi_value result;
-    int state = atomic_load(&n->w.state);
-
-    tl_queue_remove(&n->ready);
-    if (n->kind != TL_NODE_NAMED) {
-      tl_mutex_lock(&e->ready_lock);
-      n->in_ready = 0;
-      tl_mutex_unlock(&e->ready_lock);
-    }
-    if (n->kind == TL_NODE_NAMED) {
-      int again;
-      tl_mutex_lock(&e->ready_lock);
-      n->done_events = n->events;
-      n->events = 0;
-      tl_mutex_unlock(&e->ready_lock);
-      if (!n->done)
-        ((tl_named_node_t *)n)->deliver(env, e, (tl_named_node_t *)n);
-      /* Events that came while it was handled go around once more. */
-      tl_mutex_lock(&e->ready_lock);
-      n->in_ready = 0;
-      again = n->events != 0;
-      tl_mutex_unlock(&e->ready_lock);
-      if (again)
-        tl__ready_push(n, 0);
-      else
-        tl__maybe_free(n);
-      continue;
-    }
-    if (n->done) {
-      /* Its booking failed after a notify took it; the caller has its
-       * error already and gave back what the notify brought. */
-      tl__maybe_free(n);
-      continue;
-    }
-    if (n->kind == TL_NODE_GATE && state == TL_WOKEN &&
-        tl__gate_retry(e, n, &state))
-      continue;
-    TL_NAPI_FATAL(napi_open_handle_scope(env, &scope));
-    if (n->kind == TL_NODE_GATE) {
-      int code;
-      /* A granted read lock keeps its buffer for as long as it is held. */
-      if (state == TL_NOTIFIED && n->w.gate == TL_GATE_READ && n->keep != NULL)
-        tl__keep_more(e, n->keep);
-      code = state == TL_NOTIFIED
-                 ? (n->w.owner_died ? TL_RESULT_OWNER_DIED : TL_RESULT_ACQUIRED)
-                 : TL_RESULT_TIMED_OUT;
-      TL_NAPI_FATAL(napi_create_int32(env, code, &result));
-    } else {
-      result = state == TL_NOTIFIED ? ok : timed_out;
-    }
-    /* Resolving can only fail when the thread is going away; teardown
-     * then reclaims the node. */
-    napi_resolve_deferred(env, n->deferred, result);
-    n->deferred = NULL;
-    napi_close_handle_scope(env, scope);
-    tl__retire(e, n);
+  if (e->draining) {
+    /* Called from within a drain (a named delivery ran JavaScript that
+     * released): that drain looks again before it stops. */
+    tl_mutex_unlock(&e->ready_lock);
+    return;
   }
-  tl__arm_timer(e);
+  e->draining = 1;
+  tl_mutex_unlock(&e->ready_lock);
+  tl__drain(env, e, 0);
+}
+
+int
+tl__drain_begin(tl_env_t *e)
+{
+  int began;
+
+  tl_mutex_lock(&e->ready_lock);
+  began = !e->draining;
+  e->draining = 1;
+  tl_mutex_unlock(&e->ready_lock);
+  return began;
+}
+
+void
+tl__drain_now(napi_env env, tl_env_t *e)
+{
+  tl__drain(env, e, 1);
 }

@@ -40,9 +40,26 @@
  *   head; it is cleared when the head is granted or leaves (unless the next
  *   head has starved too and does not fit either).
  * - JavaScript takes permits only with R clear, and releases outside the
- *   core only with W and K clear; everything else is the core's, under the
- *   bucket lock. The core changes the word by compare-exchange or atomic
- *   bit operations, since the fast path's acquire may run at any time.
+ *   core with W and K clear, or with K set and R clear while no queued
+ *   request can have starved yet (the woken shortcut, below); everything
+ *   else is the core's, under the bucket lock. The core changes the word by
+ *   compare-exchange or atomic bit operations, since the fast path's
+ *   acquire and release may run at any time.
+ * - The woken shortcut. While K is set the head is WOKEN and on its way
+ *   (S1), so a release through the core only adds the permits, as long as
+ *   the head has not starved: tl__sem_pass wakes nobody while K is set,
+ *   and R is clear. tl_sem_release_ex tells the releasing thread how long
+ *   until the oldest queued request starves (or, with nobody queued, the
+ *   full TL_POLICY_STARVING_NS: anyone queued later starves later still),
+ *   so until then its next releases that find K set and R clear add their
+ *   permits with one compare-exchange (lib/Semaphore.js release). Every
+ *   request queued at any later time starves no earlier, because the queue
+ *   is in arrival order, so the bound stays true. The compare-exchange
+ *   orders the shortcut against the head's own attempt (tl__sem_resume):
+ *   permits added before it are seen by it; once it clears K, W is still
+ *   set for the rest of the queue and releases go through the core again.
+ *   In a 2-permit, 4-thread contended loop, releases through the core were
+ *   15% of all samples (bench/README.md, rows 5sem and 7b).
  *
  * Invariants, kept at every release of the bucket lock (and checked by
  * test/c/interleave.c after every step):
@@ -57,6 +74,10 @@
  *       takes permits before it.
  *   S5  Queued requests are granted (or woken) in the order of their first
  *       arrival; a woken request that sleeps again keeps its place.
+ *   S6  Permits are added outside the core while W is set only with K set,
+ *       R clear and no queued request starved (the woken shortcut), so such
+ *       a release is one that the core would have made without a grant, a
+ *       wake or a reservation (S3, S4 hold without it).
  *
  * Every function here expects the word's bucket lock.
  */
@@ -79,9 +100,10 @@ tl__starving(const tl_waiter_t *w, uint64_t now)
 
 /* Decides for the queue on `addr` after anything changed it or the
  * permits: the starvation grants and the reservation, or the wake of the
- * head (S1-S4). */
+ * head (S1-S4). Reads the clock into *now, if it is 0, when it needs it:
+ * tl_sem_release_ex reuses that reading. */
 static void
-tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
+tl__sem_pass_at(tl_bucket_t *b, uintptr_t addr, uint64_t *now_io)
 {
   _Atomic int32_t *word = (_Atomic int32_t *)addr;
   tl_waiter_t *h = tl__first_gate_waiter(b, addr);
@@ -94,7 +116,9 @@ tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
       atomic_fetch_and(word, ~(TL_GATE_WAITERS | TL_SEM_RESERVED));
     return;
   }
-  now = tl_now_ns();
+  if (*now_io == 0)
+    *now_io = tl_now_ns();
+  now = *now_io;
   if (tl__starving(h, now)) {
     /* Starvation: the heads in order while the permits suffice. */
     while (h != NULL && tl__permits(v) >= h->amount) {
@@ -128,6 +152,14 @@ tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
     atomic_fetch_or(word, TL_SEM_WOKEN);
     tl__gate_wake(h);
   }
+}
+
+static void
+tl__sem_pass(tl_bucket_t *b, uintptr_t addr)
+{
+  uint64_t now = 0;
+
+  tl__sem_pass_at(b, addr, &now);
 }
 
 /* A new request for `w->amount` permits: takes them if they are available
@@ -192,9 +224,9 @@ tl__sem_resume(tl_bucket_t *b, tl_waiter_t *w)
   }
 }
 
-/* Returns `amount` permits and decides for the queue. */
-int
-tl__sem_release(tl_bucket_t *b, _Atomic int32_t *word, uint32_t amount)
+static int
+tl__sem_release_at(tl_bucket_t *b, _Atomic int32_t *word, uint32_t amount,
+                   uint64_t *now)
 {
   int32_t v = atomic_load(word);
 
@@ -202,8 +234,17 @@ tl__sem_release(tl_bucket_t *b, _Atomic int32_t *word, uint32_t amount)
     if (tl__permits(v) + amount > TL_SEM_MASK)
       return TL_EOVERFLOW;
   } while (!atomic_compare_exchange_weak(word, &v, v + (int32_t)amount));
-  tl__sem_pass(b, (uintptr_t)word);
+  tl__sem_pass_at(b, (uintptr_t)word, now);
   return 0;
+}
+
+/* Returns `amount` permits and decides for the queue. */
+int
+tl__sem_release(tl_bucket_t *b, _Atomic int32_t *word, uint32_t amount)
+{
+  uint64_t now = 0;
+
+  return tl__sem_release_at(b, word, amount, &now);
 }
 
 /* The hook of semaphore waiters: `w` left without a grant (timeout, abort,
@@ -215,4 +256,33 @@ tl__sem_left(tl_bucket_t *b, tl_waiter_t *w)
   if (atomic_load(&w->state) == TL_WOKEN)
     atomic_fetch_and((_Atomic int32_t *)w->addr, ~TL_SEM_WOKEN);
   tl__sem_pass(b, w->addr);
+}
+
+int
+tl_sem_release_ex(int32_t *word, uint32_t amount, int64_t *left_ns)
+{
+  tl_bucket_t *b = tl__bucket((uintptr_t)word);
+  tl_waiter_t *first;
+  uint64_t now = 0;
+  int r;
+
+  *left_ns = TL_POLICY_STARVING_NS;
+  if (amount > TL_SEM_MASK)
+    return TL_EINVAL;
+  tl_mutex_lock(&b->lock);
+  r = tl__sem_release_at(b, (_Atomic int32_t *)word, amount, &now);
+  first = tl__first_gate_waiter(b, (uintptr_t)word);
+  if (first != NULL) {
+    /* The reading of the decision, taken before the grants it made: the
+     * bound errs early by their time, never late. */
+    uint64_t waited;
+    if (now == 0)
+      now = tl_now_ns();
+    waited = now - first->since;
+    *left_ns = waited >= TL_POLICY_STARVING_NS
+                   ? 0
+                   : (int64_t)(TL_POLICY_STARVING_NS - waited);
+  }
+  tl_mutex_unlock(&b->lock);
+  return r;
 }

@@ -254,6 +254,14 @@ int tl_lock_release_ex(int32_t *word, int gate, uint32_t id, uint32_t flags,
 int tl_gate_acquire_async_at(tl_waiter_t *w, int32_t *word, int gate,
                              uint32_t id, uint32_t amount, uint64_t waited_ns);
 
+/* tl_gate_release for a semaphore that also tells, in *left_ns, how long
+ * until the oldest request still queued on the word has waited
+ * TL_POLICY_STARVING_NS (0 if it has; TL_POLICY_STARVING_NS if none is
+ * queued, since a later request starves later). Until then a release that
+ * finds SEM_WOKEN set and SEM_RESERVED clear may add its permits with a
+ * compare-exchange (sem.c, the woken shortcut; lib/Semaphore.js). */
+int tl_sem_release_ex(int32_t *word, uint32_t amount, int64_t *left_ns);
+
 /* For an async gate waiter that its settle callback reported while it was
  * still WOKEN: competes for the word now (see lock.c, sem.c). Returns ACQUIRED
  * or OWNER_DIED (it took the lock, or a release handed it over meanwhile), or

@@ -121,6 +121,28 @@ describe('Semaphore (one thread)', () => {
     assert.strictEqual(sem.value, 7)
   })
 
+  it('a release in the thread of its queued requests grants them before the thread returns to its event loop, in order, as far as the permits go', async () => {
+    // The release drains this thread's ready queue (src/ready.c): each
+    // woken request takes its permits and wakes the next, within release().
+    const sem = new Semaphore(0)
+    const order = []
+    const done = [1, 2, 1, 1].map((k, i) => sem.acquire(k).then((release) => { order.push(i); return release }))
+    assert.strictEqual(sem.waiting, 4)
+    sem.release(4) // the 1, the 2 and the next 1; the last one still waits
+    for (let i = 0; i < 10; i++) await null // microtasks only: no turn of the loop
+    assert.deepStrictEqual(order, [0, 1, 2], 'the requests were not granted within the release')
+    assert.strictEqual(sem.value, 0)
+    assert.strictEqual(sem.waiting, 1)
+    const [r0] = await Promise.all(done.slice(0, 3))
+    r0() // the last request, within this release too
+    for (let i = 0; i < 10; i++) await null
+    assert.deepStrictEqual(order, [0, 1, 2, 3])
+    const releases = await Promise.all(done)
+    for (const r of releases.slice(1)) r()
+    assert.strictEqual(sem.value, 4)
+    assert.strictEqual(sem.waiting, 0)
+  })
+
   it('a new request takes free permits past a queued one (barging) until a queued request has starved; then releases gather permits for it', async () => {
     const sem = new Semaphore(1)
     let granted = false

@@ -142,7 +142,10 @@ typedef enum {
   IL_ABORT,    /* the request's signal fires: tl_cancel(CANCELLED) */
   IL_TIMEOUT,  /* the request's timer fires: tl_cancel(TIMED_OUT) */
   IL_DIE,      /* the thread is terminated */
-  IL_TICK      /* TL_POLICY_STARVING_NS pass */
+  IL_TICK,     /* TL_POLICY_STARVING_NS pass */
+  IL_HALF      /* half of TL_POLICY_STARVING_NS passes (not a tick): a
+                  request starves by the core's clock after two, or after
+                  one that follows half of its wait */
 } il_op_kind_t;
 
 typedef struct {
@@ -279,6 +282,16 @@ static const il_scenario_t il_scenarios[] = {
   { "sem-die", IL_WORD_SEM, "acq2 rel2 | acq1 die | acq2 rel2",
     "a thread dies queued, woken, granted before it ran, or holding (its "
     "permits are lost)",
+    2 },
+  { "sem-woken-shortcut", IL_WORD_SEM,
+    "acq1 rel1 acq1 rel1 | acq1 rel1 acq1 tick rel1 | acq2 rel2",
+    "releases while the first request is woken add permits with a "
+    "compare-exchange until it could have starved; then the core grants",
+    2 },
+  { "sem-woken-half", IL_WORD_SEM,
+    "acq1 half rel1 acq1 half rel1 | acq1 rel1 | acq2 rel2",
+    "the shortcut's bound counts from when the first request queued, not "
+    "from the release that told it",
     2 },
   { "sem-try", IL_WORD_SEM, "acq2 rel2 | try1 rel1 try2 rel2 | acq1 tick rel1",
     "sync tries beside queued, woken and starving requests", 2 },
@@ -770,16 +783,31 @@ il_js_sem_acquire(int k)
   return atomic_compare_exchange_strong(IL_WORD, &v, v - k);
 }
 
+static il_thread_t *il_sem_first(void);
+static int il_sem_starving(const il_thread_t *t);
+
 /* lib/Semaphore.js release(): one compare-exchange while nobody is queued
- * or woken; otherwise the core. */
+ * or woken, or while the first request is woken and on its way with
+ * nothing reserved and nobody starving, as the core last told the thread
+ * (src/sem.c, the woken shortcut, S6); otherwise the core. */
 static int
-il_js_sem_release(int k)
+il_js_sem_release(il_thread_t *t, int k)
 {
   int32_t v = atomic_load(IL_WORD);
+  il_thread_t *first;
 
-  if (v & (TL_GATE_WAITERS | TL_SEM_WOKEN))
+  if ((v & (TL_GATE_WAITERS | TL_SEM_WOKEN)) &&
+      ((v & (TL_SEM_WOKEN | TL_SEM_RESERVED)) != TL_SEM_WOKEN ||
+       !il_none_starves(t)))
     return 0;
-  return atomic_compare_exchange_strong(IL_WORD, &v, v + k);
+  first = il_sem_first();
+  if (!atomic_compare_exchange_strong(IL_WORD, &v, v + k))
+    return 0;
+  if ((v & TL_GATE_WAITERS) && first != NULL && il_sem_starving(first))
+    il_violation("T%d added %d permit(s) with a compare-exchange while T%d's "
+                 "request had waited 1 ms",
+                 t->n, k, first->n);
+  return 1;
 }
 
 /* The amount of a core request: the permits of a semaphore request (`k`);
@@ -1052,9 +1080,6 @@ il_check_starving_release(il_thread_t *t, int gate, int starving, int kept)
                  t->n, kept ? "kept" : "freed");
 }
 
-static il_thread_t *il_sem_first(void);
-static int il_sem_starving(const il_thread_t *t);
-
 /* A semaphore release through the core (src/sem.c). When the first request
  * has starved, the release grants it or reserves the permits for it; from
  * then on no new request may take permits before it (il_sem_hold). */
@@ -1063,9 +1088,11 @@ il_core_sem_release(il_thread_t *t, int k)
 {
   il_thread_t *first = il_sem_first();
   int starving = first != NULL && il_sem_starving(first);
-  int r = tl_gate_release(&il.word, TL_GATE_SEM, t->id, (uint32_t)k);
+  int64_t left_ns = -1;
+  int r = tl_sem_release_ex(&il.word, (uint32_t)k, &left_ns);
   char ws[96];
 
+  t->starves_at = left_ns >= 0 ? il_clock + (uint64_t)left_ns : 0;
   il_note("core release -> %s", il_result_str(r));
   if (r != 0)
     il_violation("T%d's semaphore release returned %s", t->n, il_result_str(r));
@@ -1165,11 +1192,14 @@ il_sem_first(void)
 }
 
 /* Whether the request has waited TL_POLICY_STARVING_NS: a tick since it
- * queued. */
+ * queued, or two half steps (by the core's clock, from when it queued:
+ * every later reading of the clock is larger, so the core, which decides
+ * after the checker looked, never sees it younger). */
 static int
 il_sem_starving(const il_thread_t *t)
 {
-  return t->req_ticks < il.ticks;
+  return t->req_ticks < il.ticks ||
+         il_clock - t->w.since >= TL_POLICY_STARVING_NS;
 }
 
 /* Counts `k` permits the thread was just given. A new request (not
@@ -1380,7 +1410,7 @@ static int
 il_waits_for_request(il_op_kind_t k)
 {
   return k == IL_ACQ || k == IL_REL || k == IL_REL_END || k == IL_REL_KEEP ||
-         k == IL_TICK;
+         k == IL_TICK || k == IL_HALF;
 }
 
 /* Whether thread `t` has its next step enabled (not counting a delivery). */
@@ -1441,6 +1471,8 @@ il_op_str(const il_op_t *op)
     return "dies";
   case IL_TICK:
     return "waits 1 ms";
+  case IL_HALF:
+    return "waits 0.5 ms";
   }
   return buf;
 }
@@ -1470,7 +1502,7 @@ il_sem_step(il_thread_t *t, const il_op_t *op)
     if (t->permits < k) {
       il_note("holds %d, skipped", t->permits);
       t->pc++;
-    } else if (il_js_sem_release(k)) {
+    } else if (il_js_sem_release(t, k)) {
       il_note("compare-exchange returns %d", k);
       t->permits -= k;
       t->pc++;
@@ -1642,6 +1674,11 @@ il_step(il_thread_t *t)
     il_clock += TL_POLICY_STARVING_NS;
     il_note("the clock moves on");
     return;
+  case IL_HALF:
+    t->pc++;
+    il_clock += TL_POLICY_STARVING_NS / 2;
+    il_note("the clock moves on by half");
+    return;
   }
 }
 
@@ -1732,11 +1769,14 @@ il_parse(const il_scenario_t *sc)
       op.kind = IL_DIE;
     else if (strcmp(tok, "tick") == 0)
       op.kind = IL_TICK;
+    else if (strcmp(tok, "half") == 0)
+      op.kind = IL_HALF;
     else
       TL_TEST_FAIL("scenario %s: unknown operation %s", sc->name, tok);
     ASSERT(((sc->kind == IL_WORD_LOCK) == (op.gate == TL_GATE_LOCK) &&
             (sc->kind == IL_WORD_SEM) == (op.gate == TL_GATE_SEM)) ||
-           !il_waits_for_request((il_op_kind_t)op.kind) || op.kind == IL_TICK);
+           !il_waits_for_request((il_op_kind_t)op.kind) || op.kind == IL_TICK ||
+           op.kind == IL_HALF);
     ASSERT(op.gate != TL_GATE_SEM || op.kind != IL_REL_KEEP);
     ASSERT_LT(il.t[n].nops, IL_MAX_OPS);
     il.t[n].ops[il.t[n].nops++] = op;
