@@ -171,12 +171,6 @@ class AsyncLock extends SharedSlot {
     this.#side.hold = ++holds
   }
 
-  // A release of the hold this thread has now, for a callback runner.
-  #releaseNow () {
-    const hold = this.#side.hold
-    return () => this.#release(hold)
-  }
-
   #fast () {
     if (!this.#word.fast()) return false
     this.#took()
@@ -316,7 +310,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#releaseNow())
+        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release, this.#side.hold)
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -327,7 +321,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#releaseNow())
+      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release, this.#side.hold)
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {
