@@ -25,6 +25,7 @@
 // release with waiters hands the lock to the oldest, so nobody ever barges,
 // at the cost of one wake-up per grant.
 
+const { performance } = require('perf_hooks')
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')

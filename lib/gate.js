@@ -5,6 +5,7 @@
 // promise; a plain wait on one Int32; the skeleton that every lock's promise
 // form follows; and the helper that runs a callback while holding a lock.
 
+const { performance } = require('perf_hooks')
 const native = require('./native')
 const { selfId } = native
 const { timeoutError, busyError, deadlockError, notOwnerError, abortError, interrupted, stopTerminated } = require('./errors')
