@@ -25,6 +25,7 @@
 // release with waiters hands the lock to the oldest, so nobody ever barges,
 // at the cost of one wake-up per grant.
 
+const { performance } = require('perf_hooks')
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
@@ -180,12 +181,6 @@ class AsyncLock extends SharedSlot {
     this.#side.hold = ++holds
   }
 
-  // A release of the hold this thread has now, for a callback runner.
-  #releaseNow () {
-    const hold = this.#side.hold
-    return () => this.#release(hold)
-  }
-
   #fast () {
     if (!this.#word.fast()) return false
     this.#took()
@@ -325,7 +320,7 @@ class AsyncLock extends SharedSlot {
   runExclusive (callback, options) {
     try {
       if (options === undefined && typeof callback === 'function' &&
-        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#releaseNow())
+        this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(callback, this.#release, this.#side.hold)
       return gate.runHolding(callback, 'AsyncLock.runExclusive',
         () => this.#acquire(options, 'AsyncLock.runExclusive'))
     } catch (err) {
@@ -336,7 +331,7 @@ class AsyncLock extends SharedSlot {
   /** The V8 blog's name for runExclusive without options. */
   executeLocked (f) {
     try {
-      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#releaseNow())
+      if (typeof f === 'function' && this.#side.queue.size === 0 && this.#fast()) return gate.runHeld(f, this.#release, this.#side.hold)
       return gate.runHolding(f, 'AsyncLock.executeLocked',
         () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
     } catch (err) {

@@ -15,6 +15,7 @@
 // the event loop alive; once a request is sent to the core, the core's
 // timeout, withdrawal and reference take over.
 
+const { performance } = require('perf_hooks')
 const { deadlineOf } = require('./gate')
 const { timeoutError, abortError } = require('./errors')
 const { atDeadline } = require('./timer')

@@ -5,6 +5,7 @@
 // promise; a plain wait on one Int32; the skeleton that every lock's promise
 // form follows; and the helper that runs a callback while holding a lock.
 
+const { performance } = require('perf_hooks')
 const native = require('./native')
 const { selfId } = native
 const { timeoutError, busyError, deadlockError, notOwnerError, abortError, interrupted, stopTerminated } = require('./errors')
@@ -225,16 +226,32 @@ async function runHolding (callback, where, take) {
 /**
  * Runs `callback` holding a lock that this thread took at once (one
  * compare-exchange, no release function or acquire promise in between),
- * and calls `release()` however the callback ends.
+ * and calls `release(hold)` however the callback ends. Not an async
+ * function: a callback that returns a plain value (the common case) costs
+ * one resolved promise, without an async function's frame and without a
+ * closure for the release (`hold` is passed through).
  */
-async function runHeld (callback, release) {
+function runHeld (callback, release, hold) {
+  let result
   try {
-    const result = callback()
-    return result !== null && typeof result === 'object' && typeof result.then === 'function'
-      ? await result
-      : result
+    result = callback()
+    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+      return runHeldAwait(result, release, hold)
+    }
+  } catch (err) {
+    release(hold)
+    return Promise.reject(err)
+  }
+  release(hold)
+  return Promise.resolve(result)
+}
+
+// runHeld's callback returned a thenable: release once it settles.
+async function runHeldAwait (result, release, hold) {
+  try {
+    return await result
   } finally {
-    release()
+    release(hold)
   }
 }
 

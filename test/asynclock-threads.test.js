@@ -111,6 +111,54 @@ describe('AsyncLock across threads', function () {
     lock.unlock()
   })
 
+  // lib/LockWord.js compare-exchanges first from the word as it last saw it
+  // with waiters (#seen). That is a guess: here it goes stale both ways (the
+  // woken request comes and sleeps again, then takes the lock and leaves),
+  // and every acquire and release must still take or free the word as it is.
+  it('the fast paths\' guess of the word with waiters may go stale: the lock is still taken and freed as it is', async () => {
+    const { LOCK_WAITERS, LOCK_WOKEN } = require('../lib/native').constants
+    const lock = track(new AsyncLock())
+    const word = new Int32Array(lock.buffer, lock.byteOffset, 1)
+    const ctl = new Int32Array(new SharedArrayBuffer(4))
+    const [w] = await started(new TestWorker({ locks: [lock], data: { ctl } }))
+    lock.lock()
+    // The worker's request queues; its event loop then stays blocked.
+    const run = w.run(async ({ locks, workerData }) => {
+      const p = locks[0].acquire()
+      Atomics.store(workerData.ctl, 0, 1)
+      Atomics.wait(workerData.ctl, 0, 1)
+      const release = await p
+      const owner = locks[0].owner
+      release()
+      return owner
+    }, undefined, 20000)
+    await until(() => Atomics.load(ctl, 0) === 1 && lock.waiting === 1, 'the worker\'s request did not queue')
+    lock.unlock() // wakes it: free, with a woken request on its way
+    assert.strictEqual(word[0] >>> 0, (LOCK_WAITERS | LOCK_WOKEN) >>> 0)
+    let n = 0
+    for (let i = 0; i < 200; i++) await lock.executeLocked(() => { n++ })
+    assert.strictEqual(n, 200)
+    assert.strictEqual(word[0] >>> 0, (LOCK_WAITERS | LOCK_WOKEN) >>> 0, 'the barging holder changed the waiter bits')
+    // Held by this thread, the worker's request comes, finds it taken and
+    // sleeps again (woken bit cleared): the guess `held | waiters | woken`
+    // is stale at the release.
+    lock.lock()
+    Atomics.store(ctl, 0, 2)
+    Atomics.notify(ctl, 0)
+    await until(() => (word[0] & LOCK_WOKEN) === 0, 'the woken request did not come')
+    assert.strictEqual(lock.owner, threadId)
+    lock.unlock()
+    // The worker is handed the lock (it is present), uses it and frees it;
+    // this thread's next acquire still guesses waiters on the word.
+    assert.strictEqual(await within(run, 10000, 'the worker was not granted'), w.threadId)
+    await lock.executeLocked(() => { n++ })
+    lock.lock()
+    assert.strictEqual(lock.owner, threadId)
+    lock.unlock()
+    assert.strictEqual(word[0], 0)
+    assert.strictEqual(lock.waiting, 0)
+  })
+
   it('mutual exclusion: a non-atomic counter incremented by the main thread and 3 workers ends exact', async () => {
     const ITERATIONS = 3000
     const lock = track(new AsyncLock())

@@ -685,6 +685,10 @@ il_owner_mask(int gate)
 }
 
 /* lib/LockWord.js fast(): one compare-exchange on the word as it is now.
+ * (LockWord.js tries first a compare-exchange from the free word it saw
+ * last, `#seen`, deciding for that value: when it succeeds it is this step
+ * for a word that held that value, and when it fails it changed nothing;
+ * so this one step covers both. The same holds for unlock() below.)
  * Returns 1 when it took the word. `barge`: a lock word or a writer may
  * take a word without an owner while waiters are queued (RWLock: unless
  * the thread's own write request waits). Readers have no fast path: the
