@@ -224,6 +224,5 @@ module.exports = {
   readFlag,
   readSyncOptions,
   readAsyncOptions,
-  readCallback,
-  checkKeys
+  readCallback
 }
