@@ -8,7 +8,7 @@
 const { performance } = require('perf_hooks')
 const native = require('./native')
 const { selfId } = native
-const { timeoutError, busyError, deadlockError, notOwnerError, abortError, interrupted, stopTerminated } = require('./errors')
+const { timeoutError, busyError, deadlockError, notOwnerError, abortError, stopTerminated } = require('./errors')
 const { readCallback } = require('./validate')
 
 const {
@@ -71,9 +71,6 @@ function gateAsync (i32, index, gate, amount, o, where, waited = 0) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined, waited)
   if (typeof r === 'number') return Promise.resolve(r === OWNER_DIED)
-  // Nothing, and nothing thrown: the addon could not make the promise,
-  // because this thread is being terminated (it undid the request).
-  if (r === undefined) return Promise.reject(interrupted(where))
   return settle(r, o.signal, (code) => {
     if (code === ACQUIRED) return false
     if (code === OWNER_DIED) return true
@@ -103,7 +100,6 @@ function waitAsync (i32, index, value, o) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   const r = native.waitAsync(i32, index, value, o.timeout, o.ref, o.signal !== undefined)
   if (typeof r === 'number') return Promise.resolve(RESULTS[r])
-  if (r === undefined) return Promise.reject(interrupted('waitAsync')) // as in gateAsync
   return settle(r, o.signal, (result) => result)
 }
 

@@ -10,6 +10,7 @@
 
 const path = require('path')
 const { threadId } = require('worker_threads')
+const { stopTerminated } = require('./errors')
 
 function load () {
   const root = path.join(__dirname, '..')
@@ -27,6 +28,27 @@ const binding = load()
 const selfId = threadId + 1
 binding.register(selfId)
 
+// Every native call below that has an answer (a number, boolean, array,
+// promise, handle) answers or throws, except on a thread that is being
+// terminated: once Node marks the thread stopping, Node-API refuses to make
+// a promise or an array, or to set an element, and even to throw
+// (napi_pending_exception with nothing pending), so the call returns
+// undefined with its work done or undone (what it booked, teardown
+// releases). V8 stops the thread only at its next interrupt check, and the
+// caller would run on with undefined until then: destructure it
+// (TypeError), take it for a result, or rejoin a loop. So an undefined
+// answer stops the thread here, in the one place every call passes
+// (stopTerminated: a loop whose back edge V8 checks). The wrapper adds one
+// comparison to each call and is inlined where the call is hot; the
+// uncontended fast paths make no native call at all.
+function answered (fn, name) {
+  return function (a, b, c, d, e, f, g, h, i) {
+    const r = fn(a, b, c, d, e, f, g, h, i)
+    if (r === undefined) stopTerminated(`threadlock (${name})`)
+    return r
+  }
+}
+
 module.exports = {
   binding,
   selfId,
@@ -34,46 +56,46 @@ module.exports = {
   // exported frozen by the binding.
   constants: binding.constants,
   // Atomics-style waits on one element.
-  wait: binding.wait,
-  waitAsync: binding.waitAsync,
-  notify: binding.notify,
-  waiterCount: binding.waiterCount,
-  wordKey: binding.wordKey,
-  cancel: binding.cancel,
-  isDetached: binding.isDetached,
+  wait: answered(binding.wait, 'wait'),
+  waitAsync: answered(binding.waitAsync, 'waitAsync'),
+  notify: answered(binding.notify, 'notify'),
+  waiterCount: answered(binding.waiterCount, 'waiterCount'),
+  wordKey: answered(binding.wordKey, 'wordKey'),
+  cancel: answered(binding.cancel, 'cancel'),
+  isDetached: answered(binding.isDetached, 'isDetached'),
   // Gates: lock, semaphore, rwlock words whose grants the core decides.
-  gateAcquire: binding.gateAcquire,
-  gateAcquireAsync: binding.gateAcquireAsync,
-  gateRelease: binding.gateRelease,
-  gateQueued: binding.gateQueued,
+  gateAcquire: answered(binding.gateAcquire, 'gateAcquire'),
+  gateAcquireAsync: answered(binding.gateAcquireAsync, 'gateAcquireAsync'),
+  gateRelease: answered(binding.gateRelease, 'gateRelease'),
+  gateQueued: answered(binding.gateQueued, 'gateQueued'),
   // Whether a lock owner id (threadId + 1) is a live thread.
-  threadAlive: binding.threadAlive,
+  threadAlive: answered(binding.threadAlive, 'threadAlive'),
   // The process-wide table of named locks.
   namedInit: binding.namedInit,
-  namedRequest: binding.namedRequest,
-  namedRelease: binding.namedRelease,
-  namedCancel: binding.namedCancel,
-  namedQuery: binding.namedQuery,
+  namedRequest: answered(binding.namedRequest, 'namedRequest'),
+  namedRelease: answered(binding.namedRelease, 'namedRelease'),
+  namedCancel: answered(binding.namedCancel, 'namedCancel'),
+  namedQuery: answered(binding.namedQuery, 'namedQuery'),
   // threadlock/host: named locks in a table file shared by processes.
   hostSupported: binding.hostSupported === true,
   hostConstants: binding.hostConstants,
-  hostAttach: binding.hostAttach,
-  hostRequest: binding.hostRequest,
-  hostWait: binding.hostWait,
-  hostRelease: binding.hostRelease,
-  hostPoll: binding.hostPoll,
-  hostQuery: binding.hostQuery,
-  hostRewatch: binding.hostRewatch,
-  hostPrune: binding.hostPrune,
-  hostDefer: binding.hostDefer,
-  hostTake: binding.hostTake,
+  hostAttach: answered(binding.hostAttach, 'hostAttach'),
+  hostRequest: answered(binding.hostRequest, 'hostRequest'),
+  hostWait: answered(binding.hostWait, 'hostWait'),
+  hostRelease: answered(binding.hostRelease, 'hostRelease'),
+  hostPoll: answered(binding.hostPoll, 'hostPoll'),
+  hostQuery: answered(binding.hostQuery, 'hostQuery'),
+  hostRewatch: answered(binding.hostRewatch, 'hostRewatch'),
+  hostPrune: answered(binding.hostPrune, 'hostPrune'),
+  hostDefer: answered(binding.hostDefer, 'hostDefer'),
+  hostTake: answered(binding.hostTake, 'hostTake'),
   hostRef: binding.hostRef,
   hostClose: binding.hostClose,
-  hostStats: binding.hostStats,
+  hostStats: answered(binding.hostStats, 'hostStats'),
   // threadlock/host's shared memory (Node.js 22 and later, Linux).
   shmSupported: binding.shmSupported === true,
   shmConstants: binding.shmConstants,
-  shmOpen: binding.shmOpen,
-  shmContains: binding.shmContains,
-  shmCount: binding.shmCount
+  shmOpen: answered(binding.shmOpen, 'shmOpen'),
+  shmContains: answered(binding.shmContains, 'shmContains'),
+  shmCount: answered(binding.shmCount, 'shmCount')
 }

@@ -9,6 +9,7 @@ const assert = require('assert')
 const path = require('path')
 const { spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
+const { once } = require('events')
 const v8 = require('v8')
 const vm = require('vm')
 const { notify, waitAsync, waiterCount, AsyncLock } = require('..')
@@ -287,6 +288,60 @@ describe('robustness', function () {
     assert.strictEqual(r.status, 3, r.stderr)
     assert.strictEqual(r.stderr, '')
     assert.ok(ms < 10000, `the process took ${ms} ms to exit`)
+  })
+
+  // Once Node marks a worker stopping, Node-API refuses to make arrays and
+  // promises and even to throw, so a native call of that thread returns
+  // undefined, and V8 stops the thread only at its next interrupt check:
+  // until then the JavaScript layer runs on with the undefined (seen as
+  // "TypeError: undefined is not iterable" from locks.request under load).
+  // The window cannot be timed from outside, so each case stubs one native
+  // function to answer as it does there: the call must not return into the
+  // caller's code (it stops in a loop that V8 ends; with no termination
+  // coming, it throws the terminating error after a second), never a
+  // TypeError, never a result made of the undefined.
+  describe('a native call that answers nothing while the thread is being terminated', () => {
+    const cases = [
+      ['locks.request()', 'namedRequest', `await tl.locks.request('terminating-' + process.pid, () => 'ran')`],
+      ['locks.query()', 'namedQuery', 'await tl.locks.query()'],
+      ['wait()', 'wait', 'tl.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)'],
+      ['Semaphore.acquire() queued', 'gateAcquireAsync', 'await new tl.Semaphore(0).acquire(1)'],
+      ['ConditionVariable.notifyOne()', 'notify', 'new tl.ConditionVariable().notifyOne()'],
+      ['Semaphore.waiting', 'waiterCount', 'new tl.Semaphore(1).waiting']
+    ]
+    for (const [what, fn, call] of cases) {
+      it(`${what} (${fn} answers undefined) does not run on with it`, async () => {
+        const worker = new Worker(`
+          const path = require('path')
+          const { createRequire } = require('module')
+          const { workerData, parentPort } = require('worker_threads')
+          // The same module object that lib/native.js loads, stubbed first.
+          const req = createRequire(path.join(workerData.root, 'lib', 'native.js'))
+          let binding
+          try {
+            binding = req('node-gyp-build')(workerData.root)
+          } catch (err) {
+            binding = req(path.join(workerData.root, 'build', 'Release', 'threadlock.node'))
+          }
+          binding[workerData.fn] = () => undefined
+          const tl = req(workerData.root)
+          ;(async () => {
+            try {
+              parentPort.postMessage({ returned: String(${call}) })
+            } catch (err) {
+              parentPort.postMessage({ threw: String(err && err.stack) })
+            }
+          })()
+        `, { eval: true, workerData: { root: ROOT, fn } })
+        try {
+          const [out] = await within(once(worker, 'message'), 10000, 'the worker posted nothing')
+          assert.ok(out.threw !== undefined, `the call returned ${out.returned} into its caller`)
+          assert.match(out.threw, /because the thread is terminating\n/, `it threw something else: ${out.threw}`)
+        } finally {
+          await worker.terminate()
+        }
+      })
+    }
   })
 
   describe('workers that end on their own', () => {
