@@ -199,9 +199,17 @@ tl__handle(napi_env env, tl_env_t *e, tl_async_t *n, napi_value ok,
   } else {
     result = state == TL_NOTIFIED ? ok : timed_out;
   }
-  /* Resolving can only fail when the thread is going away; teardown
-   * then reclaims the node. */
-  napi_resolve_deferred(env, n->deferred, result);
+  /* Resolving fails only when the thread is going away. The node leaves
+   * the books below, where teardown would no longer find it, so a grant
+   * that could not be delivered is given back now, as teardown gives back
+   * the undelivered grants it finds (tl_gate_abandon keeps the news of a
+   * dead owner: lock.c, I6), with the buffer reference a read lock took. */
+  if (napi_resolve_deferred(env, n->deferred, result) != napi_ok &&
+      n->kind == TL_NODE_GATE && state == TL_NOTIFIED) {
+    if (n->w.gate == TL_GATE_READ && n->keep != NULL)
+      tl__unkeep(e, n->keep);
+    tl_gate_abandon(&n->w);
+  }
   n->deferred = NULL;
   napi_close_handle_scope(env, scope);
   tl__retire(e, n);
