@@ -13,9 +13,9 @@ const { createLockManager } = require('../host')
 
 const COUNTER = path.join(__dirname, 'fixtures', 'host-counter.js')
 
-function run (args) {
+function run (args, options = {}) {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [COUNTER, ...args], (err, stdout, stderr) => {
+    execFile(process.execPath, [COUNTER, ...args], options, (err, stdout, stderr) => {
       if (err) reject(new Error(`${err.message}\n${stderr}`))
       else resolve()
     })
@@ -36,6 +36,23 @@ describe('threadlock/host across processes', function () {
       assert.strictEqual(fs.readFileSync(file, 'utf8'), '2000')
     })
   }
+
+  it('a grant that lands while the worker hands back its request is not lost', async function () {
+    this.timeout(150000)
+    // THREADLOCK_HOST_TEST_WORKER_DELAY_MS holds every request the worker
+    // made (another process held the table's critical section) for 30 ms
+    // between the table and the event loop: a grant in that window, seen
+    // by a poll on the event loop before the request's result, was dropped
+    // and that process waited for ever (so did every process behind it).
+    // Each round lost a grant about two times in three before the fix.
+    const file = path.join(dir, 'counter.txt')
+    const env = { ...process.env, THREADLOCK_HOST_TEST_WORKER_DELAY_MS: '30' }
+    for (let round = 0; round < 3; round++) {
+      fs.writeFileSync(file, '0')
+      await Promise.all([1, 2, 3, 4].map(() => run([dir, file, '150', 'async'], { env, timeout: 40000, killSignal: 'SIGKILL' })))
+      assert.strictEqual(fs.readFileSync(file, 'utf8'), '600')
+    }
+  })
 
   it('grants in request order across processes, with increasing tokens', async () => {
     const [a, b, c, d] = await spawn(dir, 4)

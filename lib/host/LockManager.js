@@ -159,10 +159,18 @@ class LockManager {
   // (`attempt` passes critMs 0); when another process holds it (EAGAIN),
   // hands the call to the attachment's worker thread, which waits, and
   // `cont` gets the result from the doorbell. While any call waits there,
-  // later requests go there too, so that they keep their order.
-  // Returns whether the call was handed over.
+  // later requests go there too, so that they keep their order, and so do
+  // polls: a request the worker made is in the table (and in what a poll
+  // compares with) from the moment the worker leaves the critical section,
+  // but in #entries only once its result came back through hostTake. A
+  // poll run here in between would report the request's grant for a node
+  // this manager does not know yet, and mark it seen: the grant would be
+  // dropped and the request would wait for ever. Queued behind the
+  // request on the worker, the poll's result comes back after the
+  // request's. Returns whether the call was handed over.
   #run (kind, attempt, arg, flags, cont) {
-    if (kind !== C.OP_REQUEST || this.#deferred.size === 0) {
+    const ordered = kind === C.OP_REQUEST || kind === C.OP_POLL
+    if (!ordered || this.#deferred.size === 0) {
       const res = attempt()
       if (res !== C.EAGAIN) {
         cont(res)

@@ -68,6 +68,10 @@ struct tl_hostref_s {
   tl_op_t *todo, **todo_tail, *done, **done_tail;
   int worker_stop;
   _Atomic uint32_t ops_word;
+  /* THREADLOCK_HOST_TEST_WORKER_DELAY_MS, read when the worker starts
+   * (JS thread, before the thread): the tests widen the window between a
+   * request made by the worker and its result reaching the JS thread. */
+  int test_delay_ms;
 };
 
 /* The process's attachments and its helper thread. Everything here is
@@ -896,6 +900,10 @@ tl__host_worker(void *data)
     }
     op->next = NULL;
     tl__op_run(r, op);
+    if (r->test_delay_ms > 0 && op->kind == TL_OP_REQUEST) {
+      uint32_t idle = 0;
+      tl__hp_wait(&idle, 0, r->test_delay_ms);
+    }
     tl__hp_mutex_lock(r->ops_lock);
     *r->done_tail = op;
     r->done_tail = &op->next;
@@ -967,6 +975,8 @@ tl_napi_host_defer(napi_env env, napi_callback_info info)
     TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[3], &op->node));
   }
   if (r->worker == NULL) {
+    const char *delay = getenv("THREADLOCK_HOST_TEST_WORKER_DELAY_MS");
+    r->test_delay_ms = delay != NULL ? atoi(delay) : 0;
     r->worker_stop = 0;
     r->worker = tl__hp_thread_start(tl__host_worker, r, "tl-host-worker");
     if (r->worker == NULL) {
