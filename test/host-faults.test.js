@@ -45,11 +45,16 @@ describe('threadlock/host: faults of the table file', function () {
         assert.strictEqual(got.error.code, 'ECORRUPT')
         assert.match(got.error.message, /^LockManager.request: the table file in .* is corrupt/)
       }
-      // The waiter is still waiting (nobody can grant it) until its close.
+      // The waiter is never granted (nobody can grant it): it rejects with
+      // ECORRUPT once its process looks at the short table (its helper
+      // woke: api.md, "waiting requests reject with it"), or with ECLOSED
+      // at its close if nothing woke it before; which one depends on the
+      // timing of the wake-ups, not on the contract.
       assert.ok(!b.events.some((m) => m.id === waiting && m.ev !== 'rejected'))
       for (const child of [a, b, c]) await child.call('close')
       const rejected = await b.event(waiting, 'rejected')
-      assert.strictEqual(rejected.error.code, 'ECLOSED')
+      assert.ok(['ECORRUPT', 'ECLOSED'].includes(rejected.error.code), JSON.stringify(rejected))
+      assert.ok(!b.events.some((m) => m.id === waiting && m.ev !== 'rejected'))
       for (const child of [a, b, c]) {
         child.send('exit')
         assert.deepStrictEqual(await child.exited, { code: 0, signal: null })
