@@ -94,14 +94,25 @@ grep=$(printf '%s\n' "${slow[@]}" | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd '
 # Every primitive, worker termination, waitAsync and the one-copy check
 # (two-copies.test.js, the Windows module list) are in the files that run.
 win_excluded=(loader readme robustness types 'host-*' lockfile recipes)
+# The files run under qemu (linux-arm64): all but host-shm.test.js, whose
+# processes waiting in wait() on shared memory were never woken under
+# qemu-user in a CI run (left waiting for 20 minutes; the cause under
+# emulation is not found yet). The same tests run natively on Node 22, 24
+# and 26 (.ci/node-majors.sh).
+arm_excluded=(host-shm)
 
 suite() {
   local target=$1 copy="$work/$1" files=()
-  if [ "$target" = win32-x64 ]; then
+  local excluded=()
+  if [ "$target" = win32-x64 ]; then excluded=("${win_excluded[@]}"); fi
+  if [ "$target" = linux-arm64 ]; then excluded=("${arm_excluded[@]}"); fi
+  if [ ${#excluded[@]} -ne 0 ]; then
     for f in test/*.test.js; do
       local name skip=0
       name=$(basename "$f" .test.js)
-      for pattern in "${win_excluded[@]}"; do
+      # The PostgreSQL files are left out as .mocharc.json leaves them out.
+      case "$name" in postgres-*) skip=1 ;; esac
+      for pattern in "${excluded[@]}"; do
         # shellcheck disable=SC2254 # the entries are patterns (host-*)
         case "$name" in $pattern) skip=1 ;; esac
       done
