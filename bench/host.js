@@ -44,8 +44,16 @@ function sleep (ms) {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
+const made = []
+process.on('exit', () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** A new scope directory, removed when the bench exits. */
 function freshDir () {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'tl-bench-host-'))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tl-bench-host-'))
+  made.push(dir)
+  return dir
 }
 
 // A peer process (or worker) and a way to wait for its next event.

@@ -23,9 +23,16 @@ const supported = binding.shmSupported === true
 const major = Number(process.versions.node.split('.')[0])
 const HEADER = 65536
 
+const made = []
+process.on('exit', () => {
+  for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** A new directory of this user's, removed when the test process exits. */
 function tmpdir () {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tl-shm-'))
   fs.chmodSync(dir, 0o700)
+  made.push(dir)
   return dir
 }
 
@@ -612,8 +619,13 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
           try { f(); out.push('accepted') } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })
+      // Both listeners go on before either event can fire: a worker that
+      // ends before this thread reads its message has the message and
+      // 'exit' emitted in one go, so an 'exit' listener added after the
+      // message would wait for ever.
+      const exited = new Promise((resolve) => w.once('exit', resolve))
       const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
-      await new Promise((resolve) => w.once('exit', resolve))
+      await exited
       assert.deepStrictEqual(out, ['ENOTSUP', 'ENOTSUP'])
     })
   })

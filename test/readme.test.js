@@ -71,7 +71,12 @@ function runBlock (dir, block, name) {
   const esm = /^\s*(import|export)\s/m.test(block.code)
   const file = path.join(dir, `${name}${esm ? '.mjs' : '.js'}`)
   fs.writeFileSync(file, block.code)
-  const r = spawnSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', timeout: 20000 })
+  // The temporary directories an example makes land in the sandbox, which
+  // is removed after the document's blocks ran.
+  const tmp = path.join(dir, 'tmp')
+  fs.mkdirSync(tmp, { recursive: true })
+  const env = { ...process.env, TMPDIR: tmp }
+  const r = spawnSync(process.execPath, [file], { cwd: dir, env, encoding: 'utf8', timeout: 20000 })
   if (r.error) return `could not run: ${r.error.message}`
   if (r.status !== 0 || r.signal) {
     return `exited with ${r.signal || r.status}\n--- stderr ---\n${r.stderr}--- stdout ---\n${r.stdout}`
