@@ -110,7 +110,7 @@ suite() {
     for f in test/*.test.js; do
       local name skip=0
       name=$(basename "$f" .test.js)
-      # The PostgreSQL files are left out as .mocharc.json leaves them out.
+      # The PostgreSQL files are left out as .mocharc.js leaves them out.
       case "$name" in postgres-*) skip=1 ;; esac
       for pattern in "${excluded[@]}"; do
         # shellcheck disable=SC2254 # the entries are patterns (host-*)
@@ -119,11 +119,11 @@ suite() {
       [ $skip -eq 1 ] || files+=("$f")
     done
   fi
-  # With files named, .mocharc.json's spec would add every file back: the
+  # With files named, .mocharc.js's spec would add every file back: the
   # Windows run takes only its timeout from there. Under emulation the
   # files run one at a time (--no-parallel), not two as in npm test.
   [ ${#files[@]} -eq 0 ] ||
-    files=(--no-config --timeout "$(node -p 'require("./.mocharc.json").timeout')" "${files[@]}")
+    files=(--no-config --timeout "$(node -p 'require("./.mocharc.js").timeout')" "${files[@]}")
   (cd "$copy" && node "$root/scripts/cross.js" node "$target" \
     node_modules/mocha/bin/mocha.js --no-parallel --reporter dot --grep "$grep" --invert "${files[@]}")
 }

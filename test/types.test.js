@@ -8,23 +8,27 @@
 // node_modules (its @types in particular) is visible unless a case asks for
 // it.
 //
+// Then tsd checks each entry point's declarations against its *.test-d.ts
+// file (expectType / expectError), as `npx tsd` does.
+//
 // The entry points come from package.json's "exports": each one needs its
 // two consumers, test/types/<name>.cts and <name>.mts (CommonJS and ES
 // module), named in ENTRIES; an entry point without them fails the test.
 
 const assert = require('assert')
-const { spawnSync } = require('child_process')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
 
 const root = path.join(__dirname, '..')
 
-// tsd's own TypeScript compiler, so that the check uses the same TypeScript
-// as the tsd tests.
-const tsc = path.join(path.dirname(require.resolve('@tsd/typescript/package.json', {
-  paths: [path.dirname(require.resolve('tsd'))]
-})), 'typescript', 'bin', 'tsc')
+// tsd's own TypeScript, so that the check uses the same TypeScript as the
+// tsd tests. It runs in this process: the programs below share the source
+// files of TypeScript's libraries (parsed once, never changed), which a tsc
+// process per program would parse again each time.
+const ts = require(require.resolve('@tsd/typescript', { paths: [path.dirname(require.resolve('tsd'))] }))
+const tsd = require('tsd')
+const libFiles = new Map()
 
 const pkgJson = require('../package.json')
 
@@ -72,23 +76,32 @@ describe('types', () => {
   })
 
   // Compiles `files` in the temporary project with these compiler options
-  // on top of strict Node16 settings; returns tsc's status and output.
+  // on top of strict Node16 settings, as `tsc -p` would with such a
+  // tsconfig.json; returns tsc's exit status (0, or 2 for errors) and its
+  // output (file(line,col): error TSnnnn: message).
   function compile (name, files, options) {
-    const config = {
-      compilerOptions: {
-        strict: true,
-        noEmit: true,
-        skipLibCheck: false,
-        module: 'node16',
-        moduleResolution: 'node16',
-        ...options
-      },
-      files
+    const json = { strict: true, noEmit: true, skipLibCheck: false, module: 'node16', moduleResolution: 'node16', ...options }
+    const { options: compilerOptions, errors } = ts.convertCompilerOptionsFromJson(json, dir, `tsconfig.${name}.json`)
+    assert.deepStrictEqual(errors, [], `compiler options of ${name}`)
+    const host = ts.createCompilerHost(compilerOptions)
+    const getSourceFile = host.getSourceFile
+    const libDir = path.dirname(ts.getDefaultLibFilePath(compilerOptions))
+    // Only TypeScript's own libraries are shared: every consumer and
+    // declaration file is read afresh, as the control case rewrites one.
+    host.getSourceFile = (fileName, languageVersion, ...rest) => {
+      if (path.dirname(fileName) !== libDir) return getSourceFile.call(host, fileName, languageVersion, ...rest)
+      const key = `${fileName}\0${JSON.stringify(languageVersion)}`
+      if (!libFiles.has(key)) libFiles.set(key, getSourceFile.call(host, fileName, languageVersion, ...rest))
+      return libFiles.get(key)
     }
-    const file = path.join(dir, `tsconfig.${name}.json`)
-    fs.writeFileSync(file, JSON.stringify(config, null, 2))
-    const r = spawnSync(process.execPath, [tsc, '-p', file], { cwd: dir, encoding: 'utf8', timeout: 60000 })
-    return { status: r.status, output: (r.stdout + r.stderr).trim() }
+    const program = ts.createProgram(files.map((f) => path.join(dir, f)), compilerOptions, host)
+    const diagnostics = ts.getPreEmitDiagnostics(program)
+    const output = ts.formatDiagnostics(diagnostics, {
+      getCanonicalFileName: (f) => f,
+      getCurrentDirectory: () => dir,
+      getNewLine: () => '\n'
+    }).trim()
+    return { status: diagnostics.length === 0 ? 0 : 2, output }
   }
 
   it('has consumers for every entry point of package.json', () => {
@@ -162,4 +175,17 @@ describe('types', () => {
     })
     assert.deepStrictEqual(r, { status: 0, output: '' })
   })
+
+  // tsd over every entry point's declarations and its test-d file, in this
+  // process (one TypeScript loaded once, not a tsd process per entry point)
+  // and so beside the other test files of the parallel run.
+  for (const [typings, files] of [['index.d.ts', ['index.test-d.ts']], ['postgres.d.ts', ['postgres.test-d.ts']],
+    ['host.d.ts', ['host.test-d.ts']], ['lockfile.d.ts', ['lockfile.test-d.ts']]]) {
+    it(`tsd: ${files[0]} against ${typings}`, async function () {
+      this.timeout(120000)
+      const options = { cwd: root, typingsFile: typings, testFiles: files }
+      const diagnostics = await tsd.default(options)
+      assert.deepStrictEqual(diagnostics.map((d) => `${path.relative(root, d.fileName)}:${d.line}:${d.column}: ${d.severity}: ${d.message}`), [])
+    })
+  }
 })

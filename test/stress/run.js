@@ -42,7 +42,7 @@ function envFor (file) {
   }
 }
 const mocha = require.resolve('mocha/bin/mocha.js', { paths: [root] })
-// --no-config: .mocharc.json would add the whole suite. The timeout is the
+// --no-config: .mocharc.js would add the whole suite. The timeout is the
 // tests' own business (they scale theirs); this one only stops a runaway.
 const args = [mocha, '--no-config', '--timeout', String(30 * 60 * 1000), '--slow', '60000']
 

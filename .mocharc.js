@@ -1,0 +1,35 @@
+'use strict'
+
+// mocha's settings for `npm test`: every test/*.test.js but the PostgreSQL
+// files (`npm run test:postgres` runs those one at a time against one
+// server), two files at a time on the two cores of CI.
+//
+// The files that take longest start first, so that the last minute of a
+// run is not one long file on one core while the other idles: a parallel
+// run hands the files out in the order of `spec`.
+
+const fs = require('fs')
+const path = require('path')
+
+const LONGEST_FIRST = [
+  'robustness',
+  'termination-stress',
+  'lock-contract',
+  'types',
+  'atomics-threads',
+  'host-crash'
+]
+
+const all = fs.readdirSync(path.join(__dirname, 'test'))
+  .filter((f) => f.endsWith('.test.js') && !f.startsWith('postgres-'))
+  .sort()
+const first = LONGEST_FIRST.map((name) => `${name}.test.js`).filter((f) => all.includes(f))
+const spec = [...first, ...all.filter((f) => !first.includes(f))].map((f) => `test/${f}`)
+
+module.exports = {
+  spec,
+  timeout: 30000,
+  slow: 2000,
+  parallel: true,
+  jobs: 2
+}
