@@ -50,7 +50,15 @@
  *   the event-loop request is here, it takes the free word, or is present
  *   and the next release hands it the lock (a present request makes a
  *   hand-off due: waking it again would send it round its loop again; and
- *   with K clear every release goes through the core). The FIFO mode hands
+ *   with K clear every release goes through the core). Its thread, still
+ *   in the core call that found the word taken, watches its state for
+ *   TL_POLICY_PRESENT_NS before it goes back to its loop
+ *   (tl__present_watch): a hand-off that lands meanwhile is taken up at
+ *   once, instead of the lock waiting, held, for a wake of that loop. The
+ *   watch changes no bit and no place in the queue: the present request
+ *   is linked and WAITING, and a grant or wake during the watch is the
+ *   same grant or wake, taken up by the watch instead of the settle
+ *   callback (src/ready.c). The FIFO mode hands
  *   the lock to the oldest waiter, whatever its thread does: strict order,
  *   at the price that a busy event loop holds up the queue behind it.
  * - Only the core under the bucket lock changes a word that has W or K set
@@ -221,6 +229,23 @@ tl__courtesy_wait(const tl_waiter_t *w)
       return;
     for (int i = 0; i < 16; i++)
       tl_cpu_relax();
+  }
+}
+
+/* Runs with no lock held, on the thread of the present event-loop request
+ * `w` (tl_gate_retry_async): watches its state for up to
+ * TL_POLICY_PRESENT_NS, for the hand-off that the next release owes it.
+ * Only the state is read; tl__retry_end takes up what came. */
+void
+tl__present_watch(const tl_waiter_t *w)
+{
+  uint64_t until = tl_now_ns() + TL_POLICY_PRESENT_NS;
+
+  while (atomic_load_explicit(&w->state, memory_order_acquire) == TL_WAITING) {
+    for (int i = 0; i < 32; i++)
+      tl_cpu_relax();
+    if (tl_now_ns() >= until)
+      return;
   }
 }
 

@@ -40,6 +40,11 @@ tl__make_ready(tl_async_t *n)
 void
 tl__settle(tl_waiter_t *w)
 {
+  /* A request that its own thread watches right now (the present watch of
+   * tl_gate_retry_async, lock.c) is taken up there, when the watch ends:
+   * no turn of the event loop. */
+  if (w->watching)
+    return;
   tl__make_ready((tl_async_t *)w);
 }
 

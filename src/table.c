@@ -285,6 +285,7 @@ tl__init_sync(tl_sync_waiter_t *sw, uintptr_t addr, int gate, uint32_t id,
   sw->base.settle = NULL;
   sw->base.on_loop = 0;
   sw->base.present = 0;
+  sw->base.watching = 0;
 }
 
 int
@@ -327,6 +328,7 @@ tl_waiter_init_async(tl_waiter_t *w, tl_settle_cb settle)
   w->settle = settle;
   w->on_loop = 1;
   w->present = 0;
+  w->watching = 0;
 }
 
 int

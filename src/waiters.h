@@ -117,12 +117,20 @@
  * POLICY_COURTESY_NS: how long a woken waiter watches a free word, with no
  * lock held, before it competes: an owner on an event loop leaves gaps of
  * a few hundred nanoseconds between two of its grants, and taking the word
- * in such a gap would cut its slice short for nothing. */
+ * in such a gap would cut its slice short for nothing.
+ * POLICY_PRESENT_NS: how long an event-loop request that came and found
+ * the word taken (present, lock.c) watches for the hand-off that the next
+ * release owes it before its thread goes back to its loop: a hand-off
+ * that lands in the watch costs no wake-up, one after it costs one wake of
+ * that loop (tens of microseconds), during which the lock is held by a
+ * thread that does not run. Shorter than such a wake, so a watch in vain
+ * costs less than the wake it tries to spare. */
 #define TL_POLICY_MAP(XX)                                                      \
   XX(POLICY_SLICE_GRANTS, 2048)                                                \
   XX(POLICY_SLICE_NS, 300000)                                                  \
   XX(POLICY_STARVING_NS, 1000000)                                              \
-  XX(POLICY_COURTESY_NS, 2000)
+  XX(POLICY_COURTESY_NS, 2000)                                                 \
+  XX(POLICY_PRESENT_NS, 20000)
 
 #define TL__ENUM_ENTRY(name, value) TL_##name = (value),
 enum { TL_RESULT_MAP(TL__ENUM_ENTRY) };
@@ -185,6 +193,12 @@ struct tl_waiter_s {
    * the bucket lock. */
   uint8_t on_loop;
   uint8_t present;
+  /* Async gate waiters: its own thread is inside tl_gate_retry_async and
+   * watches the state (the present watch, lock.c), so a grant or a wake
+   * that comes meanwhile is taken up there when the watch ends; the
+   * settle callback, which runs as for any grant or wake, leaves it to
+   * the watch. Protected by the bucket lock. */
+  uint8_t watching;
 };
 
 /* Prepares an async waiter owned by the caller (any thread). */
@@ -269,6 +283,16 @@ int tl_sem_release_ex(int32_t *word, uint32_t amount, int64_t *left_ns);
  * that owns `w`, after the lock policy's courtesy wait (a semaphore request
  * has none). */
 int tl_gate_retry_async(tl_waiter_t *w);
+
+/* tl_gate_retry_async in its three steps, for test/c/interleave.c, which
+ * runs other threads' steps between them: the try under the bucket lock
+ * (returns 1 with *r PENDING when the request became present and its
+ * thread may watch; 0 with the final *r otherwise), the watch with no lock
+ * held (tl__present_watch), and the end of the watch under the lock, which
+ * takes up what came meanwhile (returns the final result). */
+int tl__retry_begin(tl_waiter_t *w, int *r);
+void tl__present_watch(const tl_waiter_t *w);
+int tl__retry_end(tl_waiter_t *w);
 
 /* For a gate waiter whose thread goes away (or whose request could not be
  * booked) after a notify reached it: releases a grant (permits, a read or

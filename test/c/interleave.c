@@ -315,6 +315,8 @@ typedef enum {
   IL_CONT_TRY,     /* the same for a sync request */
   IL_CONT_RELEASE, /* the compare-exchange release did not apply */
   IL_CONT_KEEP,    /* a LOCK_KEEP release goes to the core next */
+  IL_CONT_WATCH,   /* its present request is watched (tl__present_watch):
+                      the end of the watch comes next */
 } il_cont_t;
 
 typedef struct {
@@ -914,7 +916,16 @@ il_core_deliver(il_thread_t *t)
     return;
   }
   t->req = IL_REQ_CALLING;
-  r = tl_gate_retry_async(&t->w);
+  /* tl_gate_retry_async in its steps: a request that came, found the word
+   * taken and is present now is watched by its thread, and other threads'
+   * steps run before the watch ends (il_core_watch_end). */
+  if (tl__retry_begin(&t->w, &r)) {
+    il_note("woken: core retry_async -> present, watching");
+    t->req = IL_REQ_QUEUED;
+    t->came = 1;
+    t->cont = IL_CONT_WATCH;
+    return;
+  }
   il_note("woken: core retry_async -> %s", il_result_str(r));
   if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
     t->req = IL_REQ_NONE;
@@ -927,6 +938,28 @@ il_core_deliver(il_thread_t *t)
   } else {
     t->req = IL_REQ_NONE;
     il_violation("T%d's retry returned %s", t->n, il_result_str(r));
+  }
+}
+
+/* The end of a present request's watch (tl__retry_end): a grant that came
+ * during it is taken up here (the settle callback left it to the watch,
+ * src/ready.c), a wake competes once more, and a request still asleep
+ * goes back to its loop, where the next settle reaches it. */
+static void
+il_core_watch_end(il_thread_t *t)
+{
+  int r = tl__retry_end(&t->w);
+
+  il_note("T%d: the watch ends -> %s", t->n, il_result_str(r));
+  if (r == TL_RESULT_ACQUIRED || r == TL_RESULT_OWNER_DIED) {
+    t->req = IL_REQ_NONE;
+    il_hold(t, t->req_gate, r == TL_RESULT_OWNER_DIED, (int)t->w.amount, 1);
+  } else if (r == TL_RESULT_PENDING) {
+    t->req = IL_REQ_QUEUED;
+    t->came = t->w.present;
+  } else {
+    t->req = IL_REQ_NONE;
+    il_violation("T%d's watch ended with %s", t->n, il_result_str(r));
   }
 }
 
@@ -1529,6 +1562,11 @@ il_step(il_thread_t *t)
   int gate = op->gate;
   uint32_t amount = 0;
 
+  if (t->cont == IL_CONT_WATCH) {
+    t->cont = IL_CONT_NONE;
+    il_core_watch_end(t);
+    return;
+  }
   il_note("T%d %s: ", t->n, il_op_str(op));
   switch (t->cont) {
   case IL_CONT_ACQ:
@@ -1561,6 +1599,7 @@ il_step(il_thread_t *t)
     t->cont = IL_CONT_RELEASE;
     t->cont_arg = TL_LOCK_BARGE | (il_in_slice(t, 0) ? 0 : TL_LOCK_HANDOFF);
     return;
+  case IL_CONT_WATCH: /* handled above */
   case IL_CONT_NONE:
     break;
   }

@@ -123,8 +123,10 @@ done
 #   3  a hand-off skips the oldest waiter         (I5: order)
 #   4  hand-offs to an event loop's request that  (I7, issue 24 item 1)
 #      is not there (the policy before I7)
+#   5  a grant that lands while the request's     (the present watch)
+#      thread watches for it is never taken up
 injections="1:rw-readers-batch 2:rw-reader-behind-writer 3:lock-handoff-order"
-injections="$injections 4:lock-loop-busy,rw-loop-busy"
+injections="$injections 4:lock-loop-busy,rw-loop-busy 5:lock-basic"
 if [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" interleave "* ]]; then
   for entry in $injections; do
     n=${entry%%:*}
