@@ -1038,6 +1038,7 @@ export declare const lockPolicy: Readonly<{
   sliceMs: number
   starvationMs: number
   courtesyMicros: number
+  presentMicros: number
 }>
 
 /** An error of a lock operation; tell the cases apart by `code`. */

@@ -14,7 +14,9 @@ const lockPolicy = Object.freeze({
   /** A waiter that has waited this many milliseconds gets the lock at the next release (a promise request: the first after its event loop runs). */
   starvationMs: constants.POLICY_STARVING_NS / 1e6,
   /** Microseconds a woken waiter lets the previous holder take the lock again first. */
-  courtesyMicros: constants.POLICY_COURTESY_NS / 1e3
+  courtesyMicros: constants.POLICY_COURTESY_NS / 1e3,
+  /** Microseconds a promise request that came and found the lock taken watches for the hand-off it is owed before its thread returns to its event loop. */
+  presentMicros: constants.POLICY_PRESENT_NS / 1e3
 })
 
 module.exports = { lockPolicy }
