@@ -287,19 +287,90 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
   return r;
 }
 
+/* Reads what another process may be changing in node `n` of this
+ * attachment, without the critical section: its state, and with HELD its
+ * token and ownerDied. Returns 1 with a consistent reading, 0 when the node
+ * was no longer this slot's (taken away by a repair: *st is FREE), -1 when
+ * it kept changing (the caller looks again at the next poll).
+ *
+ * Invariants that make the reading sound without the section (the
+ * attachment's `local` mutex is held, so no thread of this attachment
+ * allocates, frees or changes a node of its slot meanwhile):
+ * - Only this attachment allocates nodes for its slot, so a node whose
+ *   `slot` reads as ours before and after was not freed and reused in
+ *   between by another process (it would carry that process's slot, and
+ *   could not come back to ours without us).
+ * - A grant writes `token` and `owner_died` before its store of HELD; the
+ *   load of the state that sees HELD (acquire) therefore sees them, and
+ *   nobody writes them again while the node stays ours (a steal only
+ *   moves HELD to STOLEN; a repair only frees).
+ * - The second load of the state, after an acquire fence, shows whether
+ *   the node changed while it was read (a seqlock's reader); a change
+ *   means the writer rang the doorbell or freed the node, and the next
+ *   reading tells. */
+static int
+tl__node_read(tl_host_t *h, tl_node_t *n, uint32_t *st, uint64_t *token,
+              int *died)
+{
+  for (int tries = 0; tries < 8; tries++) {
+    uint32_t s1 = atomic_load(&n->state);
+    uint32_t slot1 = n->slot;
+    uint64_t tk = n->token;
+    uint32_t od = n->owner_died;
+    atomic_thread_fence(memory_order_acquire);
+    uint32_t s2 = atomic_load(&n->state);
+    uint32_t slot2 = n->slot;
+    if (s1 != s2 || slot1 != slot2)
+      continue;
+    if (slot1 != h->slot || s1 == TL_HOST_FREE) {
+      *st = TL_HOST_FREE;
+      return 0;
+    }
+    *st = s1;
+    *token = tk;
+    *died = (int)od;
+    return 1;
+  }
+  return -1;
+}
+
+/* The poll takes no critical section: it reads only nodes of this
+ * attachment's slot, which other processes change only by a grant, a
+ * steal or a repair, each of which publishes with one atomic store of the
+ * state (tl__node_read says why that reading is sound). It takes the
+ * attachment's `local` mutex, which every thread of the attachment holds
+ * while it allocates or frees a node of its slot (inside the section), so
+ * that no other thread of the attachment changes the nodes read; a woken
+ * event loop learns of its grant without waiting for any other process:
+ * the releaser that rang may still be inside the section. `crit_ms`
+ * bounds the wait for `local` (held by a thread of this attachment that
+ * may be waiting for the section: then 0 gives TL_HOST_EAGAIN). */
 int
 tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
 {
-  int r;
+  int again = 0;
 
-  if ((r = tl__crit_lock(h, crit_ms)) != 0)
-    return r;
+  if (crit_ms < 0)
+    tl__hp_mutex_lock(h->local);
+  else if ((crit_ms == 0 ? tl__hp_mutex_trylock(h->local)
+                         : tl__hp_mutex_timedlock(h->local, crit_ms)) != 0)
+    return crit_ms == 0 ? TL_HOST_EAGAIN : TL_HOST_ETIMEDOUT;
+  if (tl__table_ok(h) != 0) {
+    tl__hp_mutex_unlock(h->local);
+    return TL_HOST_ECORRUPT;
+  }
   for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
     if (h->mine[i] == TL_HOST_FREE)
       continue;
-    tl_node_t *n = &h->t->nodes[i];
-    uint32_t st = atomic_load(&n->state);
-    if (n->slot != h->slot || st == TL_HOST_FREE) {
+    uint32_t st = TL_HOST_FREE;
+    uint64_t token = 0;
+    int died = 0;
+    int c = tl__node_read(h, &h->t->nodes[i], &st, &token, &died);
+    if (c < 0) {
+      again = 1;
+      continue;
+    }
+    if (c == 0) {
       /* Taken away by a repair: the request is lost as if stolen. */
       tl__mine_set(h, i, TL_HOST_FREE);
       atomic_fetch_sub(&h->owned, 1);
@@ -309,9 +380,13 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
     if (st == h->mine[i])
       continue;
     tl__mine_set(h, i, st);
-    visit(data, i, (int)st, n->token, (int)n->owner_died);
+    visit(data, i, (int)st, token, died);
   }
-  tl__crit_unlock(h);
+  tl__hp_mutex_unlock(h->local);
+  /* A node that kept changing is read again by the poll this ring
+   * brings. */
+  if (again)
+    tl__doorbell_ring(h, h->slot);
   tl__prune(h);
   return 0;
 }
