@@ -74,6 +74,9 @@ int tl__hp_probe(int fd, uint64_t byte);
  * and not as SIGBUS later) and maps it shared. */
 int tl__hp_allocate(int fd, size_t size);
 int tl__hp_size(int fd, size_t *size);
+/* The size now, by lseek (cheaper than fstat; moves the descriptor's
+ * offset, which positional reads and writes ignore). */
+int tl__hp_size_now(int fd, uint64_t *size);
 void *tl__hp_map(int fd, size_t size);
 void tl__hp_unmap(void *addr, size_t size);
 
