@@ -113,6 +113,9 @@ describe('threadlock/host: a process stopped inside the critical section (findin
     await a.event(held, 'granted')
     const waiting = b.send('request', { name: 'x' })
     assert.strictEqual((await b.call('ping')).ev, 'pong') // queued in the table
+    // Waiting 1 ms and more, it is served at the release (no barging
+    // ahead of it): the grant is made then, not left for b to claim.
+    await new Promise((resolve) => setTimeout(resolve, 20))
     // b's event loop is busy while a releases: the grant is written and
     // b's doorbell rung, and b polls only after the section is taken.
     const busy = b.send('busy', { ms: 1500 })

@@ -24,6 +24,11 @@ function noop () {}
 // How often an idle manager checks whether its watcher threads may end.
 const PRUNE_MS = 150
 
+// Barging (src/host/lists.c, B1-B3): a waiting request becomes old this
+// long after it started waiting, and nobody barges ahead of it from then
+// on: the table's TL_BARGE_MS.
+const BARGE_MS = 1
+
 function stolenError (where) {
   return new DOMException(`${where}: the lock was stolen by another request`, 'AbortError')
 }
@@ -76,9 +81,15 @@ class LockManager {
   // Calls handed to the worker thread: id -> continuation.
   #deferred = new Map()
   #nextId = 1
-  // A poll or a rewatch handed to the worker and not answered yet.
+  // A poll, a rewatch or a claim of offered names handed to the worker and
+  // not answered yet.
   #pollDeferred = false
   #rewatchDeferred = false
+  #offerDeferred = false
+  // Async requests waiting in the table that have not been made old yet,
+  // and the timer that makes them old (B2).
+  #young = 0
+  #ageTimer = null
   // The timer that ends the watcher threads once nothing waits (unref'd).
   #pruneTimer = null
 
@@ -105,7 +116,7 @@ class LockManager {
     return new Promise((resolve, reject) => {
       // 'attempting' until the table answers: at once, or from the worker
       // thread when another process holds the table's critical section.
-      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, aborted: false, abortReason: undefined, onAbort: null, stopTimer: null, lost: null, counted: false }
+      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, aborted: false, abortReason: undefined, onAbort: null, stopTimer: null, lost: null, counted: false, young: false }
       // Leaves the queue (if it is still there) and rejects with `err`.
       const giveUp = (err) => {
         if (e.state === 'attempting') {
@@ -166,6 +177,45 @@ class LockManager {
     }
     if (e.r.ref) this.#ref(1)
     e.counted = e.r.ref
+    e.young = true
+    this.#young++
+    this.#armAge()
+  }
+
+  // B2: once a request has waited BARGE_MS, the table is told (a claim
+  // with `age`), and no request barges ahead of it from then on. One timer
+  // for the manager: it makes old every request waiting when it fires
+  // (some sooner than BARGE_MS, which only bounds their wait closer).
+  #armAge () {
+    if (this.#ageTimer !== null || this.#closed) return
+    this.#ageTimer = setTimeout(() => {
+      this.#ageTimer = null
+      if (this.#closed || this.#young === 0) return
+      for (const e of this.#entries.values()) this.#aged(e)
+      this.#claim(true)
+    }, BARGE_MS)
+    this.#ageTimer.unref()
+  }
+
+  // A request leaves the young ones (made old, granted or gone).
+  #aged (e) {
+    if (!e.young) return
+    e.young = false
+    this.#young--
+  }
+
+  // Visits the table for the waiting requests: with `age`, they become
+  // old; else a release rang one of them (OFFERED) to take its name, left
+  // free for whoever came first. Either takes a free name. Calls with
+  // `age` are never dropped (the bound of B2 depends on them); a claim of
+  // offers is not repeated while one waits at the worker.
+  #claim (age) {
+    if (this.#closed || (!age && this.#offerDeferred)) return
+    const deferred = this.#run(C.OP_CLAIM, () => native.hostClaim(this.#handle, age ? 1 : 0, 0), 0, age ? 1 : 0, (changes) => {
+      if (!age) this.#offerDeferred = false
+      this.#changes(changes)
+    })
+    if (!age) this.#offerDeferred = deferred
   }
 
   // Removes a request's abort listener and timer.
@@ -190,7 +240,7 @@ class LockManager {
   // request on the worker, the poll's result comes back after the
   // request's. Returns whether the call was handed over.
   #run (kind, attempt, arg, flags, cont) {
-    const ordered = kind === C.OP_REQUEST || kind === C.OP_POLL
+    const ordered = kind === C.OP_REQUEST || kind === C.OP_POLL || kind === C.OP_CLAIM
     if (!ordered || this.#deferred.size === 0) {
       const res = attempt()
       if (res !== C.EAGAIN) {
@@ -311,6 +361,7 @@ class LockManager {
     this.#refs = 0
     busy.delete(this)
     if (this.#pruneTimer !== null) clearTimeout(this.#pruneTimer)
+    if (this.#ageTimer !== null) clearTimeout(this.#ageTimer)
     native.hostClose(this.#handle)
     // Calls still with the worker end with ECLOSED (it was joined).
     const deferred = [...this.#deferred.values()]
@@ -375,16 +426,20 @@ class LockManager {
     // the batch runs from it directly (it saves a turn of the event loop on
     // every hand-off); the others get a task each, as in threadlock.locks.
     let direct = true
+    let offered = false
     for (const [node, state, token, ownerDied] of changes) {
       const e = this.#entries.get(node)
       if (e === undefined) continue
-      if (state === C.HELD && e.state === 'waiting') {
+      if (state === C.OFFERED) {
+        offered ||= e.state === 'waiting'
+      } else if (state === C.HELD && e.state === 'waiting') {
         this.#grant(e, token, ownerDied, direct)
         direct = false
       } else if (state === C.STOLEN) {
         this.#stolen(e)
       }
     }
+    if (offered) this.#claim(false)
   }
 
   // The table can no longer be used (the file shrank or was rebuilt):
@@ -463,6 +518,7 @@ class LockManager {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
       if (e.stopTimer) e.stopTimer()
+      this.#aged(e)
     } else {
       this.#hold(e.r.name, -1)
     }
@@ -476,6 +532,7 @@ class LockManager {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
       if (e.stopTimer) e.stopTimer()
+      this.#aged(e)
     }
     e.state = 'held'
     this.#hold(e.r.name, 1)

@@ -739,6 +739,28 @@ tl_napi_host_poll(napi_env env, napi_callback_info info)
   return out;
 }
 
+/* hostClaim(handle, age, critMs) -> as hostPoll: the waiting requests
+ * take their names when free (tl_host_claim). */
+static napi_value
+tl_napi_host_claim(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3], out;
+  tl_poll_list_t l = { 0 };
+  int32_t age;
+  int64_t crit;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  tl_hostref_t *r = tl__host_ref(env, argv[0]);
+  if (r == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[1], &age));
+  TL_NAPI_CALL(env, napi_get_value_int64(env, argv[2], &crit));
+  int st = tl_host_claim(r->h, age != 0, tl__poll_visit, &l, crit);
+  out = tl__poll_result(env, st, &l);
+  free(l.items);
+  return out;
+}
+
 /* hostQuery(handle, critMs) -> [[name, exclusive, held, clientId, pid],
  * ...] or a negative error number. */
 static napi_value
@@ -805,7 +827,8 @@ enum {
   TL_OP_RELEASE = 2,
   TL_OP_POLL = 3,
   TL_OP_QUERY = 4,
-  TL_OP_REWATCH = 5
+  TL_OP_REWATCH = 5,
+  TL_OP_CLAIM = 6 /* flags: age */
 };
 
 /* The worker re-checks `stop` this often while it waits for the
@@ -858,6 +881,11 @@ tl__op_run(tl_hostref_t *r, tl_op_t *op)
       op->query.n = 0;
       op->rc =
           tl_host_query(r->h, tl__query_visit, &op->query, TL_WORKER_SLICE_MS);
+      break;
+    case TL_OP_CLAIM:
+      op->poll.n = 0;
+      op->rc = tl_host_claim(r->h, op->flags != 0, tl__poll_visit, &op->poll,
+                             TL_WORKER_SLICE_MS);
       break;
     default:
       op->rc = tl_host_rewatch(r->h, TL_WORKER_SLICE_MS);
@@ -1021,6 +1049,7 @@ tl_napi_host_take(napi_env env, napi_callback_info info)
       items[2] = tl__request_result(env, op->rc, op->node, op->token, op->died);
       break;
     case TL_OP_POLL:
+    case TL_OP_CLAIM:
       items[2] = tl__poll_result(env, op->rc, &op->poll);
       break;
     case TL_OP_QUERY:
@@ -1112,6 +1141,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "hostPoll", tl_napi_host_poll },
     { "hostQuery", tl_napi_host_query },
     { "hostRewatch", tl_napi_host_rewatch },
+    { "hostClaim", tl_napi_host_claim },
     { "hostPrune", tl_napi_host_prune },
     { "hostDefer", tl_napi_host_defer },
     { "hostTake", tl_napi_host_take },
@@ -1139,6 +1169,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "HELD", TL_HOST_HELD },
     { "STOLEN", TL_HOST_STOLEN },
     { "UNAVAILABLE", TL_HOST_UNAVAILABLE },
+    { "OFFERED", TL_HOST_OFFERED },
     { "ECORRUPT", TL_HOST_ECORRUPT },
     { "ENAMES", TL_HOST_ENAMES },
     { "ENODES", TL_HOST_ENODES },
@@ -1153,6 +1184,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "OP_POLL", TL_OP_POLL },
     { "OP_QUERY", TL_OP_QUERY },
     { "OP_REWATCH", TL_OP_REWATCH },
+    { "OP_CLAIM", TL_OP_CLAIM },
     { "ESYS", TL_HOST_ESYS },
     { "EFSTYPE", TL_HOST_EFSTYPE },
     { "EUNSAFE", TL_HOST_EUNSAFE },

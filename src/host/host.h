@@ -37,7 +37,10 @@ enum {
   TL_HOST_WAITING = 1,
   TL_HOST_HELD = 2,
   TL_HOST_STOLEN = 3,
-  TL_HOST_UNAVAILABLE = 4 /* ifAvailable, not grantable now (no node) */
+  TL_HOST_UNAVAILABLE = 4, /* ifAvailable, not grantable now (no node) */
+  /* A poll's report only, never a node's state: a waiting request that a
+   * release rang to take its name, left free (tl_host_claim). */
+  TL_HOST_OFFERED = 5
 };
 
 typedef struct tl_host_s tl_host_t;
@@ -93,6 +96,16 @@ typedef void (*tl_host_poll_cb)(void *data, uint32_t node, int state,
                                 uint64_t token, int owner_died);
 int tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data,
                  int64_t crit_ms);
+
+/* The event loop's visit to its waiting requests (barging: a release may
+ * leave a name free for a request that comes first, and its first waiter
+ * must then take it itself): each waiting async request of the
+ * attachment that a poll reported OFFERED, or all of them with `age`
+ * (they have waited TL_BARGE_MS: from now on nobody barges ahead of
+ * them), takes its name if it is free, granting it in order. Reports
+ * what changed as tl_host_poll does. */
+int tl_host_claim(tl_host_t *h, int age, tl_host_poll_cb visit, void *data,
+                  int64_t crit_ms);
 
 /* Lists every request of every attachment. */
 typedef void (*tl_host_query_cb)(void *data, const uint16_t *name, size_t len,

@@ -123,8 +123,8 @@ tl__init(tl_host_t *h, size_t size, uint64_t dev, uint64_t ino,
   uint32_t generation = 0;
   uint64_t now = tl__hp_realtime_us();
 
-  if (t->hdr.magic == TL_MAGIC &&
-      (t->hdr.version == 1 || t->hdr.version == TL_VERSION)) {
+  if (t->hdr.magic == TL_MAGIC && t->hdr.version >= 1 &&
+      t->hdr.version <= TL_VERSION) {
     fence = t->hdr.fence;
     generation = t->hdr.generation;
   }

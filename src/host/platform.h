@@ -107,6 +107,9 @@ uint32_t tl__hp_pid(void);
 uint64_t tl__hp_start_time(void);
 uint64_t tl__hp_realtime_us(void);
 uint64_t tl__hp_monotonic_ms(void);
+/* CLOCK_MONOTONIC in µs: one clock for the processes of a host (of one
+ * time namespace; a process in another sees another, see lists.c). */
+uint64_t tl__hp_monotonic_us(void);
 
 /* A joinable thread with a small stack and a name (seen in
  * /proc/self/task/<tid>/comm, at most 15 bytes), and its cancellation

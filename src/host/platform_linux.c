@@ -347,6 +347,14 @@ tl__hp_monotonic_ms(void)
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t
+tl__hp_monotonic_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* The tests make one kind of thread fail to start, as a pids limit would
  * (THREADLOCK_HOST_TEST_NO_THREAD=tl-host-watch): the thread's name. */
 static int

@@ -5,8 +5,15 @@
 
 #include "table.h"
 
+/* tl__grantable's answers beside 0 (wait) and 1 (grant at the tail). */
+enum {
+  TL_BARGE = 2,      /* grant, at the head, ahead of young waiters */
+  TL_FRONT_FIRST = 3 /* free, with an old first waiter: grant it first */
+};
+
 /* Whether a new request of `excl` at the tail of `e` is grantable now:
- * nothing waits, and nothing held conflicts. In O(1): a list holds its
+ * nothing waits, and nothing held conflicts; or nothing is held and it
+ * may barge (lists.c, B1-B3). In O(1): a list holds its
  * held requests first and its waiting ones after them (grants go in
  * order, stopping at the first request that must wait, and a steal puts
  * its grant first), so the tail says whether any waits, and the head
@@ -29,6 +36,21 @@ tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
   if (atomic_load(&tail->state) != TL_HOST_WAITING && !excl &&
       !(head->flags & TL_HOST_EXCLUSIVE))
     return 1;
+  if (atomic_load(&head->state) == TL_HOST_WAITING) {
+    /* Nothing is held, and `head` is the first waiter. Barging ahead of
+     * it is allowed when it is not old (B2), is not this attachment's (a
+     * manager's own requests keep their order), and every waiter watches
+     * this slot, so that they notice if it dies holding the name: this
+     * slot is in `seen`, and `seen` has not grown since the first waiter
+     * was linked (its epoch), so every waiter, linked after it, watches
+     * all of `seen` (tl__ahead_of). Otherwise the request queues. */
+    uint32_t s = h->slot;
+    if (tl__old(head, tl__hp_monotonic_us()))
+      return TL_FRONT_FIRST;
+    if (head->slot != s && head->epoch == e->epoch &&
+        (e->seen[s / 64] >> (s % 64) & 1) != 0)
+      return TL_BARGE;
+  }
   if (!tl__alive(h, head->slot) || !tl__alive(h, tail->slot))
     *dead = 1;
   return 0;
@@ -103,6 +125,11 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
     tl__grant(h, e, n, 0);
   } else {
     r = tl__grantable(h, e, excl, &dead);
+    if (r == TL_FRONT_FIRST) {
+      /* B1: the old first waiter is granted before this one is placed. */
+      tl__list_process(h, (uint32_t)at, 0);
+      r = tl__grantable(h, e, excl, &dead);
+    }
     if (r < 0)
       goto undo;
     if (!r && dead) {
@@ -119,9 +146,15 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
       e = &h->t->names[at];
       n->name = (uint32_t)at;
       r = tl__grantable(h, e, excl, &dead);
+      if (r == TL_FRONT_FIRST) {
+        tl__list_process(h, (uint32_t)at, 0);
+        r = tl__grantable(h, e, excl, &dead);
+      }
       if (r < 0)
         goto undo;
     }
+    if (r == TL_FRONT_FIRST)
+      r = 0; /* the grant above failed (a corrupt list): wait */
     if (!r && (flags & TL_HOST_IF_AVAILABLE)) {
       r = TL_HOST_UNAVAILABLE;
       goto undo;
@@ -139,9 +172,21 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
     atomic_store(&n->state, TL_HOST_WAITING);
     n->next = 0;
     uint32_t ref = tl__node_ref(h, n);
-    if (e->tail == 0)
+    if (r == TL_BARGE) {
+      /* First in the list: nothing is held, so the held-first order
+       * holds (tl__grantable checked that its slot is in `seen`). */
+      n->next = e->head;
+      e->head = ref;
+      tl__grant(h, e, n, 0);
+      goto linked;
+    }
+    if (e->tail == 0) {
       memset(e->seen, 0, sizeof(e->seen));
+      e->epoch++;
+    }
     tl__seen(e, n->slot);
+    n->epoch = e->epoch;
+    n->token = tl__hp_monotonic_us(); /* the link time, until a grant */
     if (e->tail == 0) {
       e->head = ref;
     } else {
@@ -164,6 +209,7 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
     if (r)
       tl__grant(h, e, n, 0);
   }
+linked:
   tl__mine_set(h, tl__node_ref(h, n) - 1, atomic_load(&n->state));
   atomic_fetch_add(&h->owned, 1);
   *node = tl__node_ref(h, n) - 1;
@@ -207,7 +253,7 @@ tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
     uint32_t at = n->name;
     tl__list_unlink(h, n);
     tl__node_free(h, n);
-    tl__list_process(h, at);
+    tl__list_process(h, at, 1);
   } else {
     tl__node_free(h, n);
   }
@@ -216,11 +262,34 @@ tl_host_release(tl_host_t *h, uint32_t node, int64_t crit_ms)
   return r;
 }
 
+/* A waiter's own visit to its name (in crit): it was rung to take the
+ * name a release left free (TL_NODE_OFFER, cleared here), or it has
+ * waited TL_BARGE_MS (`age`: it becomes old, B2). A name found free is
+ * granted in order from its first waiter, this one or an earlier one. */
+static void
+tl__claim_node(tl_host_t *h, tl_node_t *n, int age)
+{
+  int bad = 0;
+
+  if (atomic_load(&n->state) != TL_HOST_WAITING || n->name >= TL_HOST_NAMES)
+    return;
+  atomic_fetch_and(&n->flags, ~TL_NODE_OFFER);
+  if (age)
+    atomic_fetch_or(&n->flags, TL_NODE_OLD);
+  tl_node_t *head = tl__node_at(h, h->t->names[n->name].head, &bad);
+  if (!bad && head != NULL && atomic_load(&head->state) == TL_HOST_WAITING)
+    tl__list_process(h, n->name, 0);
+}
+
 int
 tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
              const tl_host_stop_t *stop, uint64_t *token, int *owner_died)
 {
   uint64_t deadline = timeout_ms < 0 ? 0 : tl__hp_monotonic_ms() + timeout_ms;
+  /* B2: the waiter becomes old after TL_BARGE_MS (the clock counts whole
+   * milliseconds: one more, so that it is never early). */
+  uint64_t aging = tl__hp_monotonic_ms() + TL_BARGE_MS + 1;
+  int aged = 0;
   int interrupted = 0;
   tl_node_t *n;
   int r;
@@ -234,13 +303,35 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     uint32_t w = atomic_load(&n->word);
     if (atomic_load(&n->state) != TL_HOST_WAITING)
       break;
+    uint64_t now = tl__hp_monotonic_ms();
     int64_t left = -1;
     if (timeout_ms >= 0) {
-      uint64_t now = tl__hp_monotonic_ms();
       if (now >= deadline)
         break;
       left = (int64_t)(deadline - now);
     }
+    int age = !aged && now >= aging;
+    if (age || (atomic_load(&n->flags) & TL_NODE_OFFER)) {
+      /* Rung to take the name, or old now: a visit in the section, which
+       * a blocking call may wait for (at most a slice on a worker, which
+       * must stay terminable, else what is left of its timeout). */
+      int c = tl__crit_lock(h, stop != NULL ? stop->slice_ms : left);
+      if (c == 0) {
+        tl__claim_node(h, n, age);
+        aged |= age;
+        tl__crit_unlock(h);
+        continue;
+      }
+      if (c == TL_HOST_ECORRUPT)
+        return c;
+      if (c == TL_HOST_ETIMEDOUT && stop != NULL && stop->fn(stop->data)) {
+        interrupted = 1;
+        break;
+      }
+      continue;
+    }
+    if (!aged && (left < 0 || (int64_t)(aging - now) < left))
+      left = (int64_t)(aging - now);
     /* A thread that may be terminated (a worker) sleeps in slices and asks
      * between them, as threadlock's other blocking waits do. */
     if (stop != NULL && (left < 0 || left > stop->slice_ms))
@@ -275,7 +366,7 @@ tl_host_wait(tl_host_t *h, uint32_t node, int64_t timeout_ms,
     tl__list_unlink(h, n);
     tl__node_free(h, n);
     if (at < TL_HOST_NAMES)
-      tl__list_process(h, at);
+      tl__list_process(h, at, 1);
     r = interrupted ? TL_HOST_EINTR : TL_HOST_ETIMEDOUT;
   } else {
     tl__mine_set(h, node, (uint32_t)r);
@@ -377,8 +468,15 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
       visit(data, i, TL_HOST_STOLEN, 0, 0);
       continue;
     }
-    if (st == h->mine[i])
+    if (st == h->mine[i]) {
+      /* Still waiting, and rung to take the name a release left free:
+       * the event loop claims it (tl_host_claim). A blocking waiter
+       * claims its own. */
+      uint32_t f = atomic_load(&h->t->nodes[i].flags);
+      if (st == TL_HOST_WAITING && (f & TL_NODE_OFFER) && !(f & TL_HOST_SYNC))
+        visit(data, i, TL_HOST_OFFERED, 0, 0);
       continue;
+    }
     tl__mine_set(h, i, st);
     visit(data, i, (int)st, token, died);
   }
@@ -389,6 +487,27 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
     tl__doorbell_ring(h, h->slot);
   tl__prune(h);
   return 0;
+}
+
+int
+tl_host_claim(tl_host_t *h, int age, tl_host_poll_cb visit, void *data,
+              int64_t crit_ms)
+{
+  int r;
+
+  if ((r = tl__crit_lock(h, crit_ms)) != 0)
+    return r;
+  for (uint32_t i = 0; i < TL_HOST_NODES; i++) {
+    if (h->mine[i] != TL_HOST_WAITING)
+      continue;
+    tl_node_t *n = &h->t->nodes[i];
+    if (n->slot == h->slot && !(atomic_load(&n->flags) & TL_HOST_SYNC))
+      tl__claim_node(h, n, age);
+  }
+  tl__crit_unlock(h);
+  /* What the claims granted, as a poll tells it (the section is free
+   * again, and `local` with it). */
+  return tl_host_poll(h, visit, data, crit_ms < 0 ? -1 : crit_ms);
 }
 
 int
