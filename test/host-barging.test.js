@@ -41,19 +41,29 @@ describe('threadlock/host: barging with a bounded wait', function () {
     await b.close()
   })
 
-  it('a request does not barge ahead of a waiter of its own manager, and the waiter is granted in order', async () => {
+  it("a request does not barge ahead of its own manager's earlier requests, even when another manager's waiter is first", async () => {
     const dir = scopeDir()
-    const a = createLockManager({ path: dir })
     const b = createLockManager({ path: dir })
-    const order = []
-    const held = b.requestSync('own')
-    const first = a.request('own', () => { order.push('first') })
-    held.release()
-    const second = a.request('own', () => { order.push('second') })
-    await Promise.all([first, second])
-    assert.deepStrictEqual(order, ['first', 'second'])
-    await a.close()
+    const c = createLockManager({ path: dir })
+    for (let round = 0; round < 20; round++) {
+      const order = []
+      // c holds (so that it may barge: every waiter watches it), b's
+      // request is first, c's first one behind it: both young when c's
+      // release leaves the name free.
+      const held = c.requestSync('own')
+      const fromB = b.request('own', () => { order.push('b') })
+      const first = c.request('own', () => { order.push('c1') })
+      held.release()
+      const second = c.requestSync('own', { ifAvailable: true })
+      if (second !== null) {
+        order.push('c2')
+        second.release()
+      }
+      await Promise.all([fromB, first])
+      assert.strictEqual(second, null, `round ${round}: c's second request went ahead of its first (${order})`)
+    }
     await b.close()
+    await c.close()
   })
 
   for (const kind of ['request', 'sync']) {

@@ -90,6 +90,11 @@ class LockManager {
   // and the timer that makes them old (B2).
   #young = 0
   #ageTimer = null
+  // Names with requests of this manager on their way to the table or
+  // waiting there: name -> count. A later request of such a name must not
+  // barge ahead of them (C.NO_BARGE): one manager's requests keep their
+  // order.
+  #queued = new Map()
   // The timer that ends the watcher threads once nothing waits (unref'd).
   #pruneTimer = null
 
@@ -112,16 +117,18 @@ class LockManager {
     const signal = r.signal
     if (signal !== undefined && signal.aborted) throw signal.reason
     const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) |
-      (r.ifAvailable ? C.IF_AVAILABLE : 0) | (r.steal ? C.STEAL : 0)
+      (r.ifAvailable ? C.IF_AVAILABLE : 0) | (r.steal ? C.STEAL : 0) |
+      (this.#queued.has(r.name) ? C.NO_BARGE : 0)
     return new Promise((resolve, reject) => {
       // 'attempting' until the table answers: at once, or from the worker
       // thread when another process holds the table's critical section.
-      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, aborted: false, abortReason: undefined, onAbort: null, stopTimer: null, lost: null, counted: false, young: false }
+      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, aborted: false, abortReason: undefined, onAbort: null, stopTimer: null, lost: null, counted: false, young: false, queued: false }
       // Leaves the queue (if it is still there) and rejects with `err`.
       const giveUp = (err) => {
         if (e.state === 'attempting') {
           // The node, if the attempt makes one, is released when it ends.
           this.#unlisten(e)
+          this.#unqueue(e)
           e.state = 'abandoned'
           reject(err)
           return
@@ -138,6 +145,7 @@ class LockManager {
       }
       // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
       e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
+      this.#enqueue(e)
       this.#run(C.OP_REQUEST, () => native.hostRequest(this.#handle, r.name, flags, 0), r.name, flags, (res) => this.#attempted(e, res))
     })
   }
@@ -146,6 +154,7 @@ class LockManager {
   #attempted (e, res) {
     if (typeof res === 'number') {
       if (e.state === 'abandoned') return
+      this.#unqueue(e)
       this.#unlisten(e)
       e.state = 'done'
       e.reject(this.#error(res, 'LockManager.request'))
@@ -158,6 +167,7 @@ class LockManager {
       return
     }
     if (state === C.UNAVAILABLE) {
+      this.#unqueue(e)
       this.#unlisten(e)
       e.state = 'done'
       later(() => {
@@ -195,6 +205,20 @@ class LockManager {
       this.#claim(true)
     }, BARGE_MS)
     this.#ageTimer.unref()
+  }
+
+  // A request is on its way to the table or waits there (#queued).
+  #enqueue (e) {
+    e.queued = true
+    this.#queued.set(e.r.name, (this.#queued.get(e.r.name) || 0) + 1)
+  }
+
+  #unqueue (e) {
+    if (!e.queued) return
+    e.queued = false
+    const n = this.#queued.get(e.r.name) - 1
+    if (n > 0) this.#queued.set(e.r.name, n)
+    else this.#queued.delete(e.r.name)
   }
 
   // A request leaves the young ones (made old, granted or gone).
@@ -275,7 +299,7 @@ class LockManager {
     const r = parseSyncRequest(name, options)
     this.#open('LockManager.requestSync')
     const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) | C.SYNC |
-      (r.steal ? C.STEAL : 0)
+      (r.steal ? C.STEAL : 0) | (this.#queued.has(r.name) ? C.NO_BARGE : 0)
     // A lock this manager holds already can only be granted at once: any
     // request that must wait would wait for this very thread.
     const holding = this.#involved(r.name)
@@ -519,6 +543,7 @@ class LockManager {
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
       if (e.stopTimer) e.stopTimer()
       this.#aged(e)
+      this.#unqueue(e)
     } else {
       this.#hold(e.r.name, -1)
     }
@@ -534,6 +559,7 @@ class LockManager {
       if (e.stopTimer) e.stopTimer()
       this.#aged(e)
     }
+    this.#unqueue(e)
     e.state = 'held'
     this.#hold(e.r.name, 1)
     const signal = e.r.signal

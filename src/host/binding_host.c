@@ -1165,6 +1165,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "SYNC", TL_HOST_SYNC },
     { "IF_AVAILABLE", TL_HOST_IF_AVAILABLE },
     { "STEAL", TL_HOST_STEAL },
+    { "NO_BARGE", TL_HOST_NO_BARGE },
     { "WAITING", TL_HOST_WAITING },
     { "HELD", TL_HOST_HELD },
     { "STOLEN", TL_HOST_STOLEN },

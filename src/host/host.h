@@ -28,7 +28,11 @@ enum {
   TL_HOST_EXCLUSIVE = 1,
   TL_HOST_SYNC = 2, /* a blocking waiter: woken on its node, not the doorbell */
   TL_HOST_IF_AVAILABLE = 4,
-  TL_HOST_STEAL = 8
+  TL_HOST_STEAL = 8,
+  /* The manager has an earlier request of this name waiting (or on its
+   * way): this one must not barge ahead of it (one manager's requests
+   * keep their order). */
+  TL_HOST_NO_BARGE = 16
 };
 
 /* Node states in the table; also the results of requests and polls. */

@@ -21,7 +21,7 @@ enum {
  * *dead when the head or the tail in the way belongs to a dead slot (a
  * dead waiter in the middle is recovered by the watchers behind it). */
 static int
-tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
+tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int barge, int *dead)
 {
   int bad = 0;
   tl_node_t *head = tl__node_at(h, e->head, &bad);
@@ -47,7 +47,7 @@ tl__grantable(tl_host_t *h, tl_name_t *e, int excl, int *dead)
     uint32_t s = h->slot;
     if (tl__old(head, tl__hp_monotonic_us()))
       return TL_FRONT_FIRST;
-    if (head->slot != s && head->epoch == e->epoch &&
+    if (barge && head->slot != s && head->epoch == e->epoch &&
         (e->seen[s / 64] >> (s % 64) & 1) != 0)
       return TL_BARGE;
   }
@@ -62,6 +62,7 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
                 int *owner_died)
 {
   int excl = (flags & TL_HOST_EXCLUSIVE) != 0;
+  int barge = (flags & TL_HOST_NO_BARGE) == 0;
   int r, at, dead = 0;
   uint8_t ahead[TL_HOST_SLOTS];
 
@@ -124,11 +125,11 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
     atomic_store(&n->state, TL_HOST_WAITING);
     tl__grant(h, e, n, 0);
   } else {
-    r = tl__grantable(h, e, excl, &dead);
+    r = tl__grantable(h, e, excl, barge, &dead);
     if (r == TL_FRONT_FIRST) {
       /* B1: the old first waiter is granted before this one is placed. */
       tl__list_process(h, (uint32_t)at, 0);
-      r = tl__grantable(h, e, excl, &dead);
+      r = tl__grantable(h, e, excl, barge, &dead);
     }
     if (r < 0)
       goto undo;
@@ -145,10 +146,10 @@ tl_host_request(tl_host_t *h, const uint16_t *name, size_t len, int flags,
       }
       e = &h->t->names[at];
       n->name = (uint32_t)at;
-      r = tl__grantable(h, e, excl, &dead);
+      r = tl__grantable(h, e, excl, barge, &dead);
       if (r == TL_FRONT_FIRST) {
         tl__list_process(h, (uint32_t)at, 0);
-        r = tl__grantable(h, e, excl, &dead);
+        r = tl__grantable(h, e, excl, barge, &dead);
       }
       if (r < 0)
         goto undo;
