@@ -63,6 +63,36 @@ function abortHeld (e, reason) {
   if (e.controller !== null) e.controller.abort(reason)
 }
 
+// A manager's requests by node index (0 to C.NODES - 1): a Map's delete of
+// its last entry shrinks and reallocates its table, on every release of an
+// uncontended loop (6% of its time in a profile), so an array of the
+// table's size is used instead.
+class NodeMap {
+  #items = new Array(C.NODES).fill(undefined)
+  size = 0
+  get (node) { return this.#items[node] }
+  has (node) { return this.#items[node] !== undefined }
+  set (node, e) {
+    if (this.#items[node] === undefined) this.size++
+    this.#items[node] = e
+  }
+
+  delete (node) {
+    if (this.#items[node] === undefined) return false
+    this.#items[node] = undefined
+    this.size--
+    return true
+  }
+
+  // A copy: callers change the map while they walk it.
+  values () {
+    const out = []
+    if (this.size === 0) return out
+    for (const e of this.#items) if (e !== undefined) out.push(e)
+    return out
+  }
+}
+
 // Web Locks: a granted request's callback runs from a task of its own.
 function later (fn, ...args) {
   setImmediate(fn, ...args)
@@ -72,7 +102,7 @@ class LockManager {
   #handle
   #path
   // Requests of this manager that are waiting or held, by node index.
-  #entries = new Map()
+  #entries = new NodeMap()
   // Waiting async requests with `ref`, which keep the event loop alive.
   #refs = 0
   // Names held by this manager: name -> number of held locks.
@@ -90,8 +120,9 @@ class LockManager {
   // and the timer that makes them old (B2).
   #young = 0
   #ageTimer = null
-  // Names with requests of this manager on their way to the table or
-  // waiting there: name -> count. A later request of such a name must not
+  // Names with requests of this manager waiting in the table or handed to
+  // the worker on their way there: name -> count (a request granted at once
+  // never enters it). A later request of such a name must not
   // barge ahead of them (C.NO_BARGE): one manager's requests keep their
   // order.
   #queued = new Map()
@@ -145,8 +176,7 @@ class LockManager {
       }
       // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
       e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
-      this.#enqueue(e)
-      this.#run(C.OP_REQUEST, () => native.hostRequest(this.#handle, r.name, flags, 0), r.name, flags, (res) => this.#attempted(e, res))
+      if (this.#run(C.OP_REQUEST, () => native.hostRequest(this.#handle, r.name, flags, 0), r.name, flags, (res) => this.#attempted(e, res))) this.#enqueue(e)
     })
   }
 
@@ -187,6 +217,7 @@ class LockManager {
     }
     if (e.r.ref) this.#ref(1)
     e.counted = e.r.ref
+    if (!e.queued) this.#enqueue(e)
     e.young = true
     this.#young++
     this.#armAge()
@@ -511,9 +542,7 @@ class LockManager {
 
   // Whether this manager holds `name` or waits for it.
   #involved (name) {
-    if (this.#held.has(name)) return true
-    for (const e of this.#entries.values()) if (e.r.name === name) return true
-    return false
+    return this.#held.has(name) || this.#queued.has(name)
   }
 
   #track (e) {
@@ -528,6 +557,10 @@ class LockManager {
     if (this.#pruneTimer !== null || this.#closed) return
     this.#pruneTimer = setTimeout(() => {
       this.#pruneTimer = null
+      // Let go here rather than at every release (a Set's delete of its
+      // last member reallocates): a manager with nothing pending may be
+      // collected up to PRUNE_MS later.
+      if (this.#entries.size === 0 && this.#deferred.size === 0) busy.delete(this)
       if (!this.#closed && native.hostPrune(this.#handle) === 1) this.#schedulePrune()
     }, PRUNE_MS)
     this.#pruneTimer.unref()
@@ -537,7 +570,6 @@ class LockManager {
   #forget (e) {
     this.#schedulePrune()
     if (!this.#entries.delete(e.node)) return
-    if (this.#entries.size === 0 && this.#deferred.size === 0) busy.delete(this)
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
