@@ -66,6 +66,29 @@ describe('threadlock/host: barging with a bounded wait', function () {
     await c.close()
   })
 
+  it('a manager whose process no waiter watches does not barge (it queues): were it to die holding the name, nobody would notice', async () => {
+    const dir = scopeDir()
+    const h = createLockManager({ path: dir })
+    const w = createLockManager({ path: dir })
+    const e = createLockManager({ path: dir })
+    let queued = 0
+    for (let round = 0; round < 10; round++) {
+      const held = h.requestSync('watched')
+      const waiting = w.request('watched', () => {})
+      held.release()
+      // w's request is young and the name free, but e has never been in
+      // the name's list: w does not watch it.
+      const barged = e.requestSync('watched', { ifAvailable: true })
+      if (barged === null) queued++
+      else barged.release()
+      await waiting
+    }
+    assert.strictEqual(queued, 10)
+    await h.close()
+    await w.close()
+    await e.close()
+  })
+
   for (const kind of ['request', 'sync']) {
     it(`a waiter (${kind === 'sync' ? 'requestSync' : 'request'}) is granted within a bounded number of grants while another process takes and releases the name in a loop`, async () => {
       const dir = scopeDir()
@@ -96,4 +119,24 @@ describe('threadlock/host: barging with a bounded wait', function () {
       assert.ok(during < 3000, `the looper made ${during} grants while the waiter waited`)
     })
   }
+
+  it('kill -9 of a process taking and releasing the name in a loop, at random moments: the waiter is granted every time', async () => {
+    const dir = scopeDir()
+    const [waiter] = await spawn(dir, 1)
+    for (let round = 0; round < 8; round++) {
+      const [looper] = await spawn(dir, 1)
+      const loop = looper.send('loop', { name: 'killed' })
+      await looper.event(loop, 'looping')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const kind = round % 2 === 0 ? 'request' : 'sync'
+      const w = waiter.send(kind, { name: 'killed' })
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)))
+      await looper.kill()
+      const granted = await waiter.event(w, 'granted', 10000)
+      assert.strictEqual(granted.ev, 'granted', `round ${round}`)
+      waiter.send('release', { id: w })
+      if (kind === 'request') await waiter.event(w, 'resolved')
+      else await waiter.event(w, 'released')
+    }
+  })
 })
