@@ -450,14 +450,20 @@ class LockManager {
       cont(res)
       if (this.#closed) return
     }
-    // One poll and one rewatch at a time with the worker: one that runs
-    // there later covers every ring before it.
+    // One poll at a time with the worker: one that runs there later
+    // covers every ring before it.
     if (!this.#pollDeferred) {
       this.#pollDeferred = this.#run(C.OP_POLL, () => native.hostPoll(this.#handle, 0), 0, 0, (changes) => {
         this.#pollDeferred = false
         this.#changes(changes)
       })
     }
+  }
+
+  // After a steal put another process ahead of this manager's waiting
+  // requests (a poll said REWATCH): the watchers of the processes now
+  // ahead start. One at a time with the worker.
+  #rewatch () {
     if (!this.#rewatchDeferred && !this.#closed) {
       this.#rewatchDeferred = this.#run(C.OP_REWATCH, () => native.hostRewatch(this.#handle, 0), 0, 0, (res) => {
         this.#rewatchDeferred = false
@@ -482,7 +488,12 @@ class LockManager {
     // every hand-off); the others get a task each, as in threadlock.locks.
     let direct = true
     let offered = false
+    let rewatch = false
     for (const [node, state, token, ownerDied] of changes) {
+      if (state === C.REWATCH) {
+        rewatch = true
+        continue
+      }
       const e = this.#entries.get(node)
       if (e === undefined) continue
       if (state === C.OFFERED) {
@@ -495,6 +506,7 @@ class LockManager {
       }
     }
     if (offered) this.#claim(false)
+    if (rewatch) this.#rewatch()
   }
 
   // The table can no longer be used (the file shrank or was rebuilt):

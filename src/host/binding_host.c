@@ -1171,6 +1171,7 @@ tl__host_exports(napi_env env, napi_value exports)
     { "STOLEN", TL_HOST_STOLEN },
     { "UNAVAILABLE", TL_HOST_UNAVAILABLE },
     { "OFFERED", TL_HOST_OFFERED },
+    { "REWATCH", TL_HOST_REWATCH },
     { "ECORRUPT", TL_HOST_ECORRUPT },
     { "ENAMES", TL_HOST_ENAMES },
     { "ENODES", TL_HOST_ENODES },

@@ -44,7 +44,10 @@ enum {
   TL_HOST_UNAVAILABLE = 4, /* ifAvailable, not grantable now (no node) */
   /* A poll's report only, never a node's state: a waiting request that a
    * release rang to take its name, left free (tl_host_claim). */
-  TL_HOST_OFFERED = 5
+  TL_HOST_OFFERED = 5,
+  /* A poll's report only: another process got ahead of this attachment's
+   * waiting requests (a steal); the event loop calls tl_host_rewatch. */
+  TL_HOST_REWATCH = 6
 };
 
 typedef struct tl_host_s tl_host_t;

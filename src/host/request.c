@@ -481,6 +481,12 @@ tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data, int64_t crit_ms)
     tl__mine_set(h, i, st);
     visit(data, i, (int)st, token, died);
   }
+  /* The steal's other word, read here so that a doorbell costs one call:
+   * the event loop asks for the watchers only when it moved. */
+  if (atomic_load(&h->owned) != 0 &&
+      atomic_load(&h->t->slots[h->slot].rewatch) !=
+          atomic_load(&h->rewatch_seen))
+    visit(data, 0, TL_HOST_REWATCH, 0, 0);
   tl__hp_mutex_unlock(h->local);
   /* A node that kept changing is read again by the poll this ring
    * brings. */
