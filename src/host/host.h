@@ -123,7 +123,8 @@ int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data,
 
 /* After a steal put another process ahead of this attachment's waiting
  * requests (the slot's `rewatch` word moved): starts the watchers of the
- * processes now ahead. The doorbell's event-loop call asks for it. */
+ * processes now ahead. The event loop calls it when a poll reported
+ * TL_HOST_REWATCH. */
 int tl_host_rewatch(tl_host_t *h, int64_t crit_ms);
 
 /* The doorbell: a word of the attachment's slot, bumped and woken for
