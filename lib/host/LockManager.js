@@ -176,7 +176,17 @@ class LockManager {
       }
       // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
       e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
-      if (this.#run(C.OP_REQUEST, () => native.hostRequest(this.#handle, r.name, flags, 0), r.name, flags, (res) => this.#attempted(e, res))) this.#enqueue(e)
+      // At once when nothing waits at the worker (no closures: the common
+      // case); else through #run, which keeps the order.
+      // (A call that got EAGAIN is not tried again by #run.)
+      if (this.#deferred.size === 0) {
+        const res = native.hostRequest(this.#handle, r.name, flags, 0)
+        if (res !== C.EAGAIN) {
+          this.#attempted(e, res)
+          return
+        }
+      }
+      if (this.#run(C.OP_REQUEST, () => C.EAGAIN, r.name, flags, (res) => this.#attempted(e, res))) this.#enqueue(e)
     })
   }
 
@@ -318,7 +328,9 @@ class LockManager {
   // Releases (or withdraws) a node, then calls `cont` with the state it
   // had.
   #releaseNode (node, cont = noop) {
-    this.#run(C.OP_RELEASE, () => native.hostRelease(this.#handle, node, 0), node, 0, cont)
+    const res = native.hostRelease(this.#handle, node, 0)
+    if (res !== C.EAGAIN) cont(res)
+    else this.#run(C.OP_RELEASE, () => C.EAGAIN, node, 0, cont)
   }
 
   /**

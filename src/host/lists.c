@@ -189,7 +189,7 @@ tl__list_process(tl_host_t *h, uint32_t at, int barge)
   tl_name_t *e = &h->t->names[at];
   int held_any = 0, held_excl = 0, bad = 0;
   uint32_t cur = e->head;
-  uint64_t now_us = barge ? tl__hp_monotonic_us() : 0;
+  uint64_t now_us = 0; /* read at the first waiter, if any */
 
   for (uint32_t steps = 0; cur != 0; steps++) {
     h->walked++;
@@ -202,6 +202,8 @@ tl__list_process(tl_host_t *h, uint32_t at, int barge)
       if (excl ? held_any : held_excl)
         break;
       uint32_t f = atomic_load(&n->flags);
+      if (barge && !held_any && now_us == 0)
+        now_us = tl__hp_monotonic_us();
       if (barge && !held_any && !tl__old(n, now_us)) {
         if (!(f & TL_NODE_RUNG)) {
           atomic_fetch_or(&n->flags, TL_NODE_RUNG | TL_NODE_OFFER);
