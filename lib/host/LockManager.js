@@ -591,8 +591,8 @@ class LockManager {
   }
 
   // Takes an entry out of the manager's books.
-  #forget (e) {
-    this.#schedulePrune()
+  #forget (e, prune = true) {
+    if (prune) this.#schedulePrune()
     if (!this.#entries.delete(e.node)) return
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
@@ -645,9 +645,12 @@ class LockManager {
   // (at once, or from the worker when another process holds the table's
   // critical section).
   #finish (e, cont = noop) {
-    this.#forget(e)
+    // The prune timer is set after the release: its setup would delay
+    // the next holder's wake-up.
+    this.#forget(e, false)
     if (this.#closed) cont(C.STOLEN)
     else this.#releaseNode(e.node, cont)
+    this.#schedulePrune()
   }
 
   #settle (e, ok, value) {
