@@ -168,10 +168,10 @@ tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
  * process; the first waiter is rung once (TL_NODE_RUNG), to come and take
  * it itself (tl_host_claim) if nobody does. Invariants of barging
  * (request.c's tl__grantable is the other half):
- * B1. A name with nothing held and a waiter in its list has a first
- *     waiter that is not old, or is being granted by the caller: an old
- *     first waiter is granted by whoever finds the name free (a release,
- *     a request, a claim).
+ * B1. A name has nothing held and waiters only because a release (or a
+ *     withdrawal) left it free for a first waiter that was young then;
+ *     whoever finds it so once that waiter is old (a request, a claim, a
+ *     release) grants it before anything else happens to the name.
  * B2. A waiter becomes old TL_BARGE_MS after it was linked, marked by its
  *     own process (a timer of its event loop, or its blocking wait): from
  *     then on nobody barges ahead of it, so it is granted at the first
