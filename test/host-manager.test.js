@@ -173,6 +173,21 @@ describe('threadlock/host in one process', function () {
     await b.close()
   })
 
+  it('fencing tokens around 2^53 come back exact and increasing (one number below it, an array from it on)', async () => {
+    const m = createLockManager({ path: dir })
+    m.requestSync('t53').release()
+    // The header's fence (the last token handed out) is at byte 40.
+    const fd = fs.openSync(path.join(dir, 'threadlock-host.table'), 'r+')
+    const b = Buffer.alloc(8)
+    b.writeBigUInt64LE(2n ** 53n - 3n)
+    fs.writeSync(fd, b, 0, 8, 40)
+    fs.closeSync(fd)
+    const got = []
+    for (let i = 0; i < 4; i++) got.push(await m.request('t53', (lock) => lock.token))
+    assert.deepStrictEqual(got, [2n ** 53n - 2n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n])
+    await m.close()
+  })
+
   it('worker threads that name the same directory exclude each other', async () => {
     const file = path.join(dir, 'count.txt')
     fs.writeFileSync(file, '0')

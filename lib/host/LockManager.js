@@ -105,9 +105,12 @@ class LockManager {
   #entries = new NodeMap()
   // Waiting async requests with `ref`, which keep the event loop alive.
   #refs = 0
-  // Names held by this manager: name -> number of held locks.
+  // Names held by this manager: name -> number of held locks (0 kept for
+  // a few names, see #hold).
   #held = new Map()
   #closed = false
+  // hostRequest's token, when the answer is one number (see #attempted).
+  #out = new Float64Array(1)
   // Calls handed to the worker thread: id -> continuation.
   #deferred = new Map()
   #nextId = 1
@@ -180,7 +183,7 @@ class LockManager {
       // case); else through #run, which keeps the order.
       // (A call that got EAGAIN is not tried again by #run.)
       if (this.#deferred.size === 0) {
-        const res = native.hostRequest(this.#handle, r.name, flags, 0)
+        const res = native.hostRequest(this.#handle, r.name, flags, 0, this.#out)
         if (res !== C.EAGAIN) {
           this.#attempted(e, res)
           return
@@ -191,8 +194,19 @@ class LockManager {
   }
 
   // The table's answer to request() (`res`: hostRequest's result).
+  // `res`: an array [state, node, token, ownerDied] (from the worker), a
+  // negative error, or from a direct call one number, state | ownerDied
+  // << 3 | node << 4, with the token in #out[0].
   #attempted (e, res) {
-    if (typeof res === 'number') {
+    let state, node, token, ownerDied
+    if (typeof res !== 'number') {
+      [state, node, token, ownerDied] = res
+    } else if (res >= 0) {
+      state = res & 7
+      ownerDied = (res & 8) !== 0
+      node = res >>> 4
+      token = BigInt(this.#out[0])
+    } else {
       if (e.state === 'abandoned') return
       this.#unqueue(e)
       this.#unlisten(e)
@@ -200,7 +214,6 @@ class LockManager {
       e.reject(this.#error(res, 'LockManager.request'))
       return
     }
-    const [state, node, token, ownerDied] = res
     e.node = node
     if (e.state === 'abandoned') {
       if (state !== C.UNAVAILABLE) this.#releaseNode(node)
@@ -558,15 +571,18 @@ class LockManager {
     else if (before > 0 && this.#refs === 0 && !this.#closed) native.hostRef(this.#handle, false)
   }
 
+  // A name that drops to 0 keeps its entry while the map is small: a
+  // Map's delete of its last entry reallocates, on every release of a
+  // loop on one name.
   #hold (name, delta) {
     const n = (this.#held.get(name) || 0) + delta
-    if (n > 0) this.#held.set(name, n)
+    if (n > 0 || this.#held.size <= 16) this.#held.set(name, n)
     else this.#held.delete(name)
   }
 
   // Whether this manager holds `name` or waits for it.
   #involved (name) {
-    return this.#held.has(name) || this.#queued.has(name)
+    return this.#held.get(name) > 0 || this.#queued.has(name)
   }
 
   #track (e) {
