@@ -2,8 +2,9 @@
 
 // A LockManager (Web Locks semantics) whose locks are shared by every
 // process (and every manager) attached to the same directory. The queue of
-// each name lives in the table file (src/host/), so grants are first
-// come, first served across processes. A request waiting here costs no
+// each name lives in the table file (src/host/), where grants follow
+// AsyncLock's default policy across processes (barging for at most 1 ms,
+// src/host/lists.c). A request waiting here costs no
 // thread of its own: the process's helper thread sleeps on its doorbell and
 // calls #onDoorbell on the event loop when a grant or a steal concerns one
 // of its requests. requestSync() waits in the kernel on the calling thread.
