@@ -40,9 +40,11 @@ export interface LockManagerOptions {
 
 /**
  * Options of {@link LockManager.request}, as in threadlock.locks. Here a
- * request is granted first come, first served across every process of the
- * directory: `ifAvailable` gets `null` if the lock is held by any process in
- * a conflicting mode or requested earlier by any process.
+ * request is granted across every process of the directory with
+ * AsyncLock's default policy (a request that has waited 1 ms is served at
+ * the next release; before that another may go first): `ifAvailable` gets
+ * `null` if the lock is held by any process in a conflicting mode or
+ * requested earlier by any process, unless that policy lets it go first.
  */
 export interface LockRequestOptions extends NamedLockRequestOptions {
   /**
@@ -177,8 +179,9 @@ export declare const codes: { readonly [K in HostErrorCode]: K }
 
 /**
  * Named locks with the behaviour of threadlock.locks, shared by every
- * process (and every manager) that uses the same directory. Grants are
- * first come, first served across processes; a holder whose process dies
+ * process (and every manager) that uses the same directory. Grants follow
+ * AsyncLock's default policy across processes (a request that has waited
+ * 1 ms is served at the next release); a holder whose process dies
  * passes the lock to the next waiter at once, with `ownerDied`.
  */
 export declare class LockManager {

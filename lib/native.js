@@ -86,6 +86,7 @@ module.exports = {
   hostPoll: answered(binding.hostPoll, 'hostPoll'),
   hostQuery: answered(binding.hostQuery, 'hostQuery'),
   hostRewatch: answered(binding.hostRewatch, 'hostRewatch'),
+  hostClaim: answered(binding.hostClaim, 'hostClaim'),
   hostPrune: answered(binding.hostPrune, 'hostPrune'),
   hostDefer: answered(binding.hostDefer, 'hostDefer'),
   hostTake: answered(binding.hostTake, 'hostTake'),

@@ -145,6 +145,49 @@ describe('threadlock/host in one process', function () {
     await b.close()
   })
 
+  it("a lock's signal first read after the lock was stolen, or its manager closed, is already aborted with that reason, and the same object at every read", async () => {
+    const a = createLockManager({ path: dir })
+    const b = createLockManager({ path: dir })
+    let lock = null
+    let done
+    const running = new Promise((resolve) => { done = resolve })
+    const p = a.request('ls', (l) => { lock = l; return running })
+    await within(new Promise((resolve) => { const t = setInterval(() => { if (lock !== null) { clearInterval(t); resolve() } }, 1) }), 5000, 'grant')
+    const thief = b.requestSync('ls', { steal: true })
+    await assert.rejects(p, (err) => err.name === 'AbortError')
+    const signal = lock.signal // made now, after the steal
+    assert.strictEqual(signal.aborted, true)
+    assert.strictEqual(signal.reason.name, 'AbortError')
+    assert.strictEqual(lock.signal, signal)
+    done()
+    thief.release()
+    const held = a.requestSync('hs')
+    const other = a.requestSync('hs2')
+    const early = other.signal // made before the close
+    await a.close()
+    assert.strictEqual(early.aborted, true)
+    assert.strictEqual(held.signal.aborted, true)
+    assert.strictEqual(held.signal.reason.code, 'ECLOSED')
+    assert.strictEqual(held.signal, held.signal)
+    assert.strictEqual(early.reason, held.signal.reason)
+    await b.close()
+  })
+
+  it('fencing tokens around 2^53 come back exact and increasing (one number below it, an array from it on)', async () => {
+    const m = createLockManager({ path: dir })
+    m.requestSync('t53').release()
+    // The header's fence (the last token handed out) is at byte 40.
+    const fd = fs.openSync(path.join(dir, 'threadlock-host.table'), 'r+')
+    const b = Buffer.alloc(8)
+    b.writeBigUInt64LE(2n ** 53n - 3n)
+    fs.writeSync(fd, b, 0, 8, 40)
+    fs.closeSync(fd)
+    const got = []
+    for (let i = 0; i < 4; i++) got.push(await m.request('t53', (lock) => lock.token))
+    assert.deepStrictEqual(got, [2n ** 53n - 2n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n])
+    await m.close()
+  })
+
   it('worker threads that name the same directory exclude each other', async () => {
     const file = path.join(dir, 'count.txt')
     fs.writeFileSync(file, '0')

@@ -104,4 +104,33 @@ describe('threadlock/host: a process stopped inside the critical section (findin
     await alive(other, other.event(second, 'granted'))
     assert.strictEqual((await holder.event(h, 'resolved')).value, 'done')
   })
+
+  it('a grant rung while a live process holds the section reaches the waiting event loop: its poll needs no section', async () => {
+    const dir = scopeDir()
+    const [owner, a, b] = await spawn(dir, 3)
+    const slot = (await owner.call('stats')).stats.slot
+    const held = a.send('request', { name: 'x' })
+    await a.event(held, 'granted')
+    const waiting = b.send('request', { name: 'x' })
+    assert.strictEqual((await b.call('ping')).ev, 'pong') // queued in the table
+    // Waiting 1 ms and more, it is served at the release (no barging
+    // ahead of it): the grant is made then, not left for b to claim.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // b's event loop is busy while a releases: the grant is written and
+    // b's doorbell rung, and b polls only after the section is taken.
+    const busy = b.send('busy', { ms: 1500 })
+    a.send('release', { id: held })
+    assert.strictEqual((await a.event(held, 'resolved')).value, 'done')
+    writeCrit(dir, slot + 1) // as if `owner` were inside, and stopped
+    try {
+      await alive(b, b.event(busy, 'idle'))
+      const granted = await alive(b, b.event(waiting, 'granted', 5000))
+      assert.strictEqual(granted.mode, 'exclusive')
+      assert.strictEqual(readCrit(dir), slot + 1, 'the section was still held')
+    } finally {
+      writeCrit(dir, 0)
+    }
+    b.send('release', { id: waiting })
+    assert.strictEqual((await b.event(waiting, 'resolved')).value, 'done')
+  })
 })

@@ -12,14 +12,19 @@ const dispose = Symbol.dispose || Symbol.for('nodejs.dispose')
 
 class HeldLock extends Grant {
   #ownerDied
+  #signalOf
   #release
-  constructor (key, name, mode, token, ownerDied, signal, release) {
-    super(key, name, mode, token, signal)
+  // `signalOf` makes the signal when it is first read (LockManager's
+  // signalOf).
+  constructor (key, name, mode, token, ownerDied, signalOf, release) {
+    super(key, name, mode, token, undefined)
     this.#ownerDied = ownerDied
+    this.#signalOf = signalOf
     this.#release = release
   }
 
   get ownerDied () { return this.#ownerDied }
+  get signal () { return this.#signalOf() }
   /** Whether release() has not run yet. */
   get held () { return this.#release !== null }
 
@@ -41,8 +46,8 @@ class HeldLock extends Grant {
 
 defineAttributes(HeldLock, 'HeldLock', [])
 
-function createHeldLock (name, mode, token, ownerDied, signal, release) {
-  return new HeldLock(kGrant, name, mode, token, ownerDied, signal, release)
+function createHeldLock (name, mode, token, ownerDied, signalOf, release) {
+  return new HeldLock(kGrant, name, mode, token, ownerDied, signalOf, release)
 }
 
 module.exports = { HeldLock, createHeldLock }

@@ -11,18 +11,23 @@ const { Grant, kGrant, defineAttributes } = require('../Grant')
 
 class Lock extends Grant {
   #ownerDied
-  constructor (key, name, mode, token, ownerDied, signal) {
-    super(key, name, mode, token, signal)
+  #signalOf
+  // `signalOf` makes the signal when it is first read (LockManager's
+  // signalOf): most callbacks never read it.
+  constructor (key, name, mode, token, ownerDied, signalOf) {
+    super(key, name, mode, token, undefined)
     this.#ownerDied = ownerDied
+    this.#signalOf = signalOf
   }
 
   get ownerDied () { return this.#ownerDied }
+  get signal () { return this.#signalOf() }
 }
 
 defineAttributes(Lock, 'Lock', ['name', 'mode', 'token', 'ownerDied', 'signal'])
 
-function createLock (name, mode, token, ownerDied, signal) {
-  return new Lock(kGrant, name, mode, token, ownerDied, signal)
+function createLock (name, mode, token, ownerDied, signalOf) {
+  return new Lock(kGrant, name, mode, token, ownerDied, signalOf)
 }
 
 module.exports = { Lock, createLock }

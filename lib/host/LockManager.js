@@ -2,8 +2,9 @@
 
 // A LockManager (Web Locks semantics) whose locks are shared by every
 // process (and every manager) attached to the same directory. The queue of
-// each name lives in the table file (src/host/), so grants are first
-// come, first served across processes. A request waiting here costs no
+// each name lives in the table file (src/host/), where grants follow
+// AsyncLock's default policy across processes (barging for at most 1 ms,
+// src/host/lists.c). A request waiting here costs no
 // thread of its own: the process's helper thread sleeps on its doorbell and
 // calls #onDoorbell on the event loop when a grant or a steal concerns one
 // of its requests. requestSync() waits in the kernel on the calling thread.
@@ -24,6 +25,11 @@ function noop () {}
 // How often an idle manager checks whether its watcher threads may end.
 const PRUNE_MS = 150
 
+// Barging (src/host/lists.c, B1-B3): a waiting request becomes old this
+// long after it started waiting, and nobody barges ahead of it from then
+// on: the table's TL_BARGE_MS.
+const BARGE_MS = 1
+
 function stolenError (where) {
   return new DOMException(`${where}: the lock was stolen by another request`, 'AbortError')
 }
@@ -37,6 +43,57 @@ const kDoorbell = Symbol('kDoorbell')
 // with neither may be collected, which detaches it from the table.
 const busy = new Set()
 
+// A held lock's signal, made when it is first read: most callbacks never
+// read it, and an AbortController cost more than the rest of a grant (16%
+// of an uncontended request + release in a profile). An abort that comes
+// first is kept (`aborted`, `abortReason`), and the signal made later is
+// aborted with it: what a reader sees is the same either way.
+function signalOf (e) {
+  if (e.controller === null) {
+    e.controller = new AbortController()
+    if (e.aborted) e.controller.abort(e.abortReason)
+  }
+  return e.controller.signal
+}
+
+// Aborts a held lock's signal (at once if it was made, else when it is).
+function abortHeld (e, reason) {
+  if (e.aborted) return
+  e.aborted = true
+  e.abortReason = reason
+  if (e.controller !== null) e.controller.abort(reason)
+}
+
+// A manager's requests by node index (0 to C.NODES - 1): a Map's delete of
+// its last entry shrinks and reallocates its table, on every release of an
+// uncontended loop (6% of its time in a profile), so an array of the
+// table's size is used instead.
+class NodeMap {
+  #items = new Array(C.NODES).fill(undefined)
+  size = 0
+  get (node) { return this.#items[node] }
+  has (node) { return this.#items[node] !== undefined }
+  set (node, e) {
+    if (this.#items[node] === undefined) this.size++
+    this.#items[node] = e
+  }
+
+  delete (node) {
+    if (this.#items[node] === undefined) return false
+    this.#items[node] = undefined
+    this.size--
+    return true
+  }
+
+  // A copy: callers change the map while they walk it.
+  values () {
+    const out = []
+    if (this.size === 0) return out
+    for (const e of this.#items) if (e !== undefined) out.push(e)
+    return out
+  }
+}
+
 // Web Locks: a granted request's callback runs from a task of its own.
 function later (fn, ...args) {
   setImmediate(fn, ...args)
@@ -46,18 +103,33 @@ class LockManager {
   #handle
   #path
   // Requests of this manager that are waiting or held, by node index.
-  #entries = new Map()
+  #entries = new NodeMap()
   // Waiting async requests with `ref`, which keep the event loop alive.
   #refs = 0
-  // Names held by this manager: name -> number of held locks.
+  // Names held by this manager: name -> number of held locks (0 kept for
+  // a few names, see #hold).
   #held = new Map()
   #closed = false
+  // hostRequest's token, when the answer is one number (see #attempted).
+  #out = new Float64Array(1)
   // Calls handed to the worker thread: id -> continuation.
   #deferred = new Map()
   #nextId = 1
-  // A poll or a rewatch handed to the worker and not answered yet.
+  // A poll, a rewatch or a claim of offered names handed to the worker and
+  // not answered yet.
   #pollDeferred = false
   #rewatchDeferred = false
+  #offerDeferred = false
+  // Async requests waiting in the table that have not been made old yet,
+  // and the timer that makes them old (B2).
+  #young = 0
+  #ageTimer = null
+  // Names with requests of this manager waiting in the table or handed to
+  // the worker on their way there: name -> count (a request granted at once
+  // never enters it). A later request of such a name must not
+  // barge ahead of them (C.NO_BARGE): one manager's requests keep their
+  // order.
+  #queued = new Map()
   // The timer that ends the watcher threads once nothing waits (unref'd).
   #pruneTimer = null
 
@@ -80,16 +152,18 @@ class LockManager {
     const signal = r.signal
     if (signal !== undefined && signal.aborted) throw signal.reason
     const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) |
-      (r.ifAvailable ? C.IF_AVAILABLE : 0) | (r.steal ? C.STEAL : 0)
+      (r.ifAvailable ? C.IF_AVAILABLE : 0) | (r.steal ? C.STEAL : 0) |
+      (this.#queued.has(r.name) ? C.NO_BARGE : 0)
     return new Promise((resolve, reject) => {
       // 'attempting' until the table answers: at once, or from the worker
       // thread when another process holds the table's critical section.
-      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, onAbort: null, stopTimer: null, lost: null, counted: false }
+      const e = { r, node: -1, sync: false, state: 'attempting', resolve, reject, controller: null, aborted: false, abortReason: undefined, onAbort: null, stopTimer: null, lost: null, counted: false, young: false, queued: false }
       // Leaves the queue (if it is still there) and rejects with `err`.
       const giveUp = (err) => {
         if (e.state === 'attempting') {
           // The node, if the attempt makes one, is released when it ends.
           this.#unlisten(e)
+          this.#unqueue(e)
           e.state = 'abandoned'
           reject(err)
           return
@@ -106,26 +180,48 @@ class LockManager {
       }
       // threadlock's `timeout`, as in threadlock.locks: ETIMEDOUT.
       e.stopTimer = requestTimer(r.timeout, () => giveUp(timeoutRequestError(r)))
-      this.#run(C.OP_REQUEST, () => native.hostRequest(this.#handle, r.name, flags, 0), r.name, flags, (res) => this.#attempted(e, res))
+      // At once when nothing waits at the worker (no closures: the common
+      // case); else through #run, which keeps the order.
+      // (A call that got EAGAIN is not tried again by #run.)
+      if (this.#deferred.size === 0) {
+        const res = native.hostRequest(this.#handle, r.name, flags, 0, this.#out)
+        if (res !== C.EAGAIN) {
+          this.#attempted(e, res)
+          return
+        }
+      }
+      if (this.#run(C.OP_REQUEST, () => C.EAGAIN, r.name, flags, (res) => this.#attempted(e, res))) this.#enqueue(e)
     })
   }
 
   // The table's answer to request() (`res`: hostRequest's result).
+  // `res`: an array [state, node, token, ownerDied] (from the worker), a
+  // negative error, or from a direct call one number, state | ownerDied
+  // << 3 | node << 4, with the token in #out[0].
   #attempted (e, res) {
-    if (typeof res === 'number') {
+    let state, node, token, ownerDied
+    if (typeof res !== 'number') {
+      [state, node, token, ownerDied] = res
+    } else if (res >= 0) {
+      state = res & 7
+      ownerDied = (res & 8) !== 0
+      node = res >>> 4
+      token = BigInt(this.#out[0])
+    } else {
       if (e.state === 'abandoned') return
+      this.#unqueue(e)
       this.#unlisten(e)
       e.state = 'done'
       e.reject(this.#error(res, 'LockManager.request'))
       return
     }
-    const [state, node, token, ownerDied] = res
     e.node = node
     if (e.state === 'abandoned') {
       if (state !== C.UNAVAILABLE) this.#releaseNode(node)
       return
     }
     if (state === C.UNAVAILABLE) {
+      this.#unqueue(e)
       this.#unlisten(e)
       e.state = 'done'
       later(() => {
@@ -145,6 +241,60 @@ class LockManager {
     }
     if (e.r.ref) this.#ref(1)
     e.counted = e.r.ref
+    if (!e.queued) this.#enqueue(e)
+    e.young = true
+    this.#young++
+    this.#armAge()
+  }
+
+  // B2: once a request has waited BARGE_MS, the table is told (a claim
+  // with `age`), and no request barges ahead of it from then on. One timer
+  // for the manager: it makes old every request waiting when it fires
+  // (some sooner than BARGE_MS, which only bounds their wait closer).
+  #armAge () {
+    if (this.#ageTimer !== null || this.#closed) return
+    this.#ageTimer = setTimeout(() => {
+      this.#ageTimer = null
+      if (this.#closed || this.#young === 0) return
+      for (const e of this.#entries.values()) this.#aged(e)
+      this.#claim(true)
+    }, BARGE_MS)
+    this.#ageTimer.unref()
+  }
+
+  // A request is on its way to the table or waits there (#queued).
+  #enqueue (e) {
+    e.queued = true
+    this.#queued.set(e.r.name, (this.#queued.get(e.r.name) || 0) + 1)
+  }
+
+  #unqueue (e) {
+    if (!e.queued) return
+    e.queued = false
+    const n = this.#queued.get(e.r.name) - 1
+    if (n > 0) this.#queued.set(e.r.name, n)
+    else this.#queued.delete(e.r.name)
+  }
+
+  // A request leaves the young ones (made old, granted or gone).
+  #aged (e) {
+    if (!e.young) return
+    e.young = false
+    this.#young--
+  }
+
+  // Visits the table for the waiting requests: with `age`, they become
+  // old; else a release rang one of them (OFFERED) to take its name, left
+  // free for whoever came first. Either takes a free name. Calls with
+  // `age` are never dropped (the bound of B2 depends on them); a claim of
+  // offers is not repeated while one waits at the worker.
+  #claim (age) {
+    if (this.#closed || (!age && this.#offerDeferred)) return
+    const deferred = this.#run(C.OP_CLAIM, () => native.hostClaim(this.#handle, age ? 1 : 0, 0), 0, age ? 1 : 0, (changes) => {
+      if (!age) this.#offerDeferred = false
+      this.#changes(changes)
+    })
+    if (!age) this.#offerDeferred = deferred
   }
 
   // Removes a request's abort listener and timer.
@@ -169,7 +319,7 @@ class LockManager {
   // request on the worker, the poll's result comes back after the
   // request's. Returns whether the call was handed over.
   #run (kind, attempt, arg, flags, cont) {
-    const ordered = kind === C.OP_REQUEST || kind === C.OP_POLL
+    const ordered = kind === C.OP_REQUEST || kind === C.OP_POLL || kind === C.OP_CLAIM
     if (!ordered || this.#deferred.size === 0) {
       const res = attempt()
       if (res !== C.EAGAIN) {
@@ -192,7 +342,9 @@ class LockManager {
   // Releases (or withdraws) a node, then calls `cont` with the state it
   // had.
   #releaseNode (node, cont = noop) {
-    this.#run(C.OP_RELEASE, () => native.hostRelease(this.#handle, node, 0), node, 0, cont)
+    const res = native.hostRelease(this.#handle, node, 0)
+    if (res !== C.EAGAIN) cont(res)
+    else this.#run(C.OP_RELEASE, () => C.EAGAIN, node, 0, cont)
   }
 
   /**
@@ -204,7 +356,7 @@ class LockManager {
     const r = parseSyncRequest(name, options)
     this.#open('LockManager.requestSync')
     const flags = (r.mode === 'exclusive' ? C.EXCLUSIVE : 0) | C.SYNC |
-      (r.steal ? C.STEAL : 0)
+      (r.steal ? C.STEAL : 0) | (this.#queued.has(r.name) ? C.NO_BARGE : 0)
     // A lock this manager holds already can only be granted at once: any
     // request that must wait would wait for this very thread.
     const holding = this.#involved(r.name)
@@ -239,12 +391,11 @@ class LockManager {
       if (typeof waited === 'number') throw this.#error(waited, 'LockManager.requestSync')
       ;[state, token, ownerDied] = waited
     }
-    const controller = new AbortController()
-    const e = { r, node, sync: true, state: 'held', controller, lost: null }
+    const e = { r, node, sync: true, state: 'held', controller: null, aborted: false, abortReason: undefined, lost: null }
     this.#track(e)
     this.#hold(r.name, 1)
     if (state === C.STOLEN) e.lost = stolenError('LockManager.requestSync')
-    return createHeldLock(r.name, r.mode, token, ownerDied, controller.signal, () => {
+    return createHeldLock(r.name, r.mode, token, ownerDied, () => signalOf(e), () => {
       if (!this.#entries.has(node)) return false
       this.#forget(e)
       // A synchronous call: it may wait for the table's critical section.
@@ -285,12 +436,13 @@ class LockManager {
         e.reject(err)
       } else {
         e.lost = err
-        if (e.controller !== null) e.controller.abort(err)
+        abortHeld(e, err)
       }
     }
     this.#refs = 0
     busy.delete(this)
     if (this.#pruneTimer !== null) clearTimeout(this.#pruneTimer)
+    if (this.#ageTimer !== null) clearTimeout(this.#ageTimer)
     native.hostClose(this.#handle)
     // Calls still with the worker end with ECLOSED (it was joined).
     const deferred = [...this.#deferred.values()]
@@ -313,7 +465,9 @@ class LockManager {
     if (this.#closed) return
     // First the answers of the worker (requests it made enter the books
     // before their grants are polled), then the grants and steals.
-    for (const [id, , res] of native.hostTake(this.#handle)) {
+    // (Only calls handed to the worker have results there.)
+    const taken = this.#deferred.size === 0 ? [] : native.hostTake(this.#handle)
+    for (const [id, , res] of taken) {
       const cont = this.#deferred.get(id)
       if (cont === undefined) continue
       this.#deferred.delete(id)
@@ -322,14 +476,20 @@ class LockManager {
       cont(res)
       if (this.#closed) return
     }
-    // One poll and one rewatch at a time with the worker: one that runs
-    // there later covers every ring before it.
+    // One poll at a time with the worker: one that runs there later
+    // covers every ring before it.
     if (!this.#pollDeferred) {
       this.#pollDeferred = this.#run(C.OP_POLL, () => native.hostPoll(this.#handle, 0), 0, 0, (changes) => {
         this.#pollDeferred = false
         this.#changes(changes)
       })
     }
+  }
+
+  // After a steal put another process ahead of this manager's waiting
+  // requests (a poll said REWATCH): the watchers of the processes now
+  // ahead start. One at a time with the worker.
+  #rewatch () {
     if (!this.#rewatchDeferred && !this.#closed) {
       this.#rewatchDeferred = this.#run(C.OP_REWATCH, () => native.hostRewatch(this.#handle, 0), 0, 0, (res) => {
         this.#rewatchDeferred = false
@@ -353,16 +513,26 @@ class LockManager {
     // the batch runs from it directly (it saves a turn of the event loop on
     // every hand-off); the others get a task each, as in threadlock.locks.
     let direct = true
+    let offered = false
+    let rewatch = false
     for (const [node, state, token, ownerDied] of changes) {
+      if (state === C.REWATCH) {
+        rewatch = true
+        continue
+      }
       const e = this.#entries.get(node)
       if (e === undefined) continue
-      if (state === C.HELD && e.state === 'waiting') {
+      if (state === C.OFFERED) {
+        offered ||= e.state === 'waiting'
+      } else if (state === C.HELD && e.state === 'waiting') {
         this.#grant(e, token, ownerDied, direct)
         direct = false
       } else if (state === C.STOLEN) {
         this.#stolen(e)
       }
     }
+    if (offered) this.#claim(false)
+    if (rewatch) this.#rewatch()
   }
 
   // The table can no longer be used (the file shrank or was rebuilt):
@@ -375,7 +545,7 @@ class LockManager {
         e.reject(err)
       } else if (e.lost === null) {
         e.lost = err
-        if (e.controller !== null) e.controller.abort(err)
+        abortHeld(e, err)
       }
     }
   }
@@ -402,17 +572,18 @@ class LockManager {
     else if (before > 0 && this.#refs === 0 && !this.#closed) native.hostRef(this.#handle, false)
   }
 
+  // A name that drops to 0 keeps its entry while the map is small: a
+  // Map's delete of its last entry reallocates, on every release of a
+  // loop on one name.
   #hold (name, delta) {
     const n = (this.#held.get(name) || 0) + delta
-    if (n > 0) this.#held.set(name, n)
+    if (n > 0 || this.#held.size <= 16) this.#held.set(name, n)
     else this.#held.delete(name)
   }
 
   // Whether this manager holds `name` or waits for it.
   #involved (name) {
-    if (this.#held.has(name)) return true
-    for (const e of this.#entries.values()) if (e.r.name === name) return true
-    return false
+    return this.#held.get(name) > 0 || this.#queued.has(name)
   }
 
   #track (e) {
@@ -427,20 +598,25 @@ class LockManager {
     if (this.#pruneTimer !== null || this.#closed) return
     this.#pruneTimer = setTimeout(() => {
       this.#pruneTimer = null
+      // Let go here rather than at every release (a Set's delete of its
+      // last member reallocates): a manager with nothing pending may be
+      // collected up to PRUNE_MS later.
+      if (this.#entries.size === 0 && this.#deferred.size === 0) busy.delete(this)
       if (!this.#closed && native.hostPrune(this.#handle) === 1) this.#schedulePrune()
     }, PRUNE_MS)
     this.#pruneTimer.unref()
   }
 
   // Takes an entry out of the manager's books.
-  #forget (e) {
-    this.#schedulePrune()
+  #forget (e, prune = true) {
+    if (prune) this.#schedulePrune()
     if (!this.#entries.delete(e.node)) return
-    if (this.#entries.size === 0 && this.#deferred.size === 0) busy.delete(this)
     if (e.state === 'waiting') {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
       if (e.stopTimer) e.stopTimer()
+      this.#aged(e)
+      this.#unqueue(e)
     } else {
       this.#hold(e.r.name, -1)
     }
@@ -454,10 +630,11 @@ class LockManager {
       if (e.counted) this.#ref(-1)
       if (e.onAbort) e.r.signal.removeEventListener('abort', e.onAbort)
       if (e.stopTimer) e.stopTimer()
+      this.#aged(e)
     }
+    this.#unqueue(e)
     e.state = 'held'
     this.#hold(e.r.name, 1)
-    e.controller = new AbortController()
     const signal = e.r.signal
     const run = () => {
       // Web Locks: a lock granted to an aborted request is released
@@ -468,7 +645,7 @@ class LockManager {
         return
       }
       if (e.state !== 'held') return
-      const lock = createLock(e.r.name, e.r.mode, token, ownerDied, e.controller.signal)
+      const lock = createLock(e.r.name, e.r.mode, token, ownerDied, () => signalOf(e))
       let result
       try {
         result = Promise.resolve(e.r.callback(lock))
@@ -485,9 +662,12 @@ class LockManager {
   // (at once, or from the worker when another process holds the table's
   // critical section).
   #finish (e, cont = noop) {
-    this.#forget(e)
+    // The prune timer is set after the release: its setup would delay
+    // the next holder's wake-up.
+    this.#forget(e, false)
     if (this.#closed) cont(C.STOLEN)
     else this.#releaseNode(e.node, cont)
+    this.#schedulePrune()
   }
 
   #settle (e, ok, value) {
@@ -507,7 +687,7 @@ class LockManager {
       // Stolen before this process heard of it: the release finds out.
       e.stolen = true
       const err = stolenError('LockManager.request')
-      e.controller.abort(err)
+      abortHeld(e, err)
       e.reject(err)
     } else if (ok) {
       e.resolve(value)
@@ -527,7 +707,7 @@ class LockManager {
     const err = stolenError(e.sync ? 'LockManager.requestSync' : 'LockManager.request')
     if (e.sync) {
       e.lost = err
-      e.controller.abort(err)
+      abortHeld(e, err)
       return
     }
     if (e.state === 'waiting') {
@@ -535,7 +715,7 @@ class LockManager {
       e.reject(err)
       return
     }
-    e.controller.abort(err)
+    abortHeld(e, err)
     e.reject(err)
   }
 

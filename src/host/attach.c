@@ -208,7 +208,7 @@ tl_host_detach(tl_host_t *h)
       uint32_t at = n->name;
       tl__list_unlink(h, n);
       tl__node_free(h, n);
-      tl__list_process(h, at);
+      tl__list_process(h, at, 0);
     } else {
       tl__node_free(h, n);
     }

@@ -28,7 +28,11 @@ enum {
   TL_HOST_EXCLUSIVE = 1,
   TL_HOST_SYNC = 2, /* a blocking waiter: woken on its node, not the doorbell */
   TL_HOST_IF_AVAILABLE = 4,
-  TL_HOST_STEAL = 8
+  TL_HOST_STEAL = 8,
+  /* The manager has an earlier request of this name waiting (or on its
+   * way): this one must not barge ahead of it (one manager's requests
+   * keep their order). */
+  TL_HOST_NO_BARGE = 16
 };
 
 /* Node states in the table; also the results of requests and polls. */
@@ -37,7 +41,13 @@ enum {
   TL_HOST_WAITING = 1,
   TL_HOST_HELD = 2,
   TL_HOST_STOLEN = 3,
-  TL_HOST_UNAVAILABLE = 4 /* ifAvailable, not grantable now (no node) */
+  TL_HOST_UNAVAILABLE = 4, /* ifAvailable, not grantable now (no node) */
+  /* A poll's report only, never a node's state: a waiting request that a
+   * release rang to take its name, left free (tl_host_claim). */
+  TL_HOST_OFFERED = 5,
+  /* A poll's report only: another process got ahead of this attachment's
+   * waiting requests (a steal); the event loop calls tl_host_rewatch. */
+  TL_HOST_REWATCH = 6
 };
 
 typedef struct tl_host_s tl_host_t;
@@ -94,6 +104,16 @@ typedef void (*tl_host_poll_cb)(void *data, uint32_t node, int state,
 int tl_host_poll(tl_host_t *h, tl_host_poll_cb visit, void *data,
                  int64_t crit_ms);
 
+/* The event loop's visit to its waiting requests (barging: a release may
+ * leave a name free for a request that comes first, and its first waiter
+ * must then take it itself): each waiting async request of the
+ * attachment that a poll reported OFFERED, or all of them with `age`
+ * (they have waited TL_BARGE_MS: from now on nobody barges ahead of
+ * them), takes its name if it is free, granting it in order. Reports
+ * what changed as tl_host_poll does. */
+int tl_host_claim(tl_host_t *h, int age, tl_host_poll_cb visit, void *data,
+                  int64_t crit_ms);
+
 /* Lists every request of every attachment. */
 typedef void (*tl_host_query_cb)(void *data, const uint16_t *name, size_t len,
                                  int exclusive, int held, uint64_t client,
@@ -103,7 +123,8 @@ int tl_host_query(tl_host_t *h, tl_host_query_cb visit, void *data,
 
 /* After a steal put another process ahead of this attachment's waiting
  * requests (the slot's `rewatch` word moved): starts the watchers of the
- * processes now ahead. The doorbell's event-loop call asks for it. */
+ * processes now ahead. The event loop calls it when a poll reported
+ * TL_HOST_REWATCH. */
 int tl_host_rewatch(tl_host_t *h, int64_t crit_ms);
 
 /* The doorbell: a word of the attachment's slot, bumped and woken for

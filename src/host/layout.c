@@ -48,17 +48,18 @@ tl__alive(tl_host_t *h, uint32_t s)
 
 /* Whether the mapping can be touched: the file still has the size that
  * was mapped (a file shrunk under a mapping faults with SIGBUS on the
- * pages past its end, so the size is checked with fstat before every
- * entry, never caught with a signal handler), and the table is the one
+ * pages past its end, so the size is asked for before every entry, by
+ * lseek, the cheapest call that tells it, never caught with a signal
+ * handler), and the table is the one
  * this attachment joined (not rebuilt since). Returns 0 or
  * TL_HOST_ECORRUPT. Truncating the file between this check and the
  * accesses that follow it (microseconds) is the one window left. */
 int
 tl__table_ok(tl_host_t *h)
 {
-  uint64_t dev, ino, size;
+  uint64_t size;
 
-  if (tl__hp_identity(h->fd, &dev, &ino, &size) != 0 || size < h->size)
+  if (tl__hp_size_now(h->fd, &size) != 0 || size < h->size)
     return TL_HOST_ECORRUPT;
   if (h->t->hdr.generation != h->generation || h->t->hdr.magic != TL_MAGIC)
     return TL_HOST_ECORRUPT;
@@ -122,8 +123,8 @@ tl__init(tl_host_t *h, size_t size, uint64_t dev, uint64_t ino,
   uint32_t generation = 0;
   uint64_t now = tl__hp_realtime_us();
 
-  if (t->hdr.magic == TL_MAGIC &&
-      (t->hdr.version == 1 || t->hdr.version == TL_VERSION)) {
+  if (t->hdr.magic == TL_MAGIC && t->hdr.version >= 1 &&
+      t->hdr.version <= TL_VERSION) {
     fence = t->hdr.fence;
     generation = t->hdr.generation;
   }

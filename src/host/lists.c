@@ -5,12 +5,33 @@
 
 #include "table.h"
 
-/* Marks slot `s` in `e`'s watch set. */
+/* Marks slot `s` in `e`'s watch set; the set's epoch moves when it
+ * grows. */
 void
 tl__seen(tl_name_t *e, uint32_t s)
 {
-  if (s < TL_HOST_SLOTS)
-    e->seen[s / 64] |= (uint64_t)1 << (s % 64);
+  if (s >= TL_HOST_SLOTS)
+    return;
+  uint64_t bit = (uint64_t)1 << (s % 64);
+  if (!(e->seen[s / 64] & bit)) {
+    e->seen[s / 64] |= bit;
+    e->epoch++;
+  }
+}
+
+/* Whether waiting node `n` is old (B2): its process marked it, or it was
+ * linked TL_BARGE_MS ago or more by this process's clock. The mark is
+ * what the bound rests on; the clock lets every process see it without
+ * waiting for the owner's timer (its event loop may be busy). A process
+ * of another time namespace reads another monotonic clock: a link time
+ * ahead of ours counts as young (the mark still comes), one far behind
+ * as old (less barging, never a longer wait). */
+int
+tl__old(const tl_node_t *n, uint64_t now_us)
+{
+  if (atomic_load(&n->flags) & TL_NODE_OLD)
+    return 1;
+  return now_us >= n->token && now_us - n->token >= TL_BARGE_MS * 1000u;
 }
 
 /* Finds the entry of `name`, or creates it when `create`. Returns the
@@ -138,13 +159,37 @@ tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring)
 
 /* Web Locks "process the lock request queue": grants the waiting requests
  * at the front of the list that do not conflict with what is held, in
- * order, stopping at the first that must wait. */
+ * order, stopping at the first that must wait.
+ *
+ * With `barge` (a release or a withdrawal; not a recovery, a repair or a
+ * claim), a name left with nothing held whose first waiter is not old
+ * (TL_NODE_OLD) is left free instead, so that a request that comes first
+ * (often the releaser's next one) takes it without a wake-up of another
+ * process; the first waiter is rung once (TL_NODE_RUNG), to come and take
+ * it itself (tl_host_claim) if nobody does. Invariants of barging
+ * (request.c's tl__grantable is the other half):
+ * B1. A name has nothing held and waiters only because a release (or a
+ *     withdrawal) left it free for a first waiter that was young then;
+ *     whoever finds it so once that waiter is old (a request, a claim, a
+ *     release) grants it before anything else happens to the name.
+ * B2. A waiter becomes old TL_BARGE_MS after it was linked, marked by its
+ *     own process (a timer of its event loop, or its blocking wait): from
+ *     then on nobody barges ahead of it, so it is granted at the first
+ *     release after that (or by the request or claim that finds the name
+ *     free), and a waiter that is at the front waits for at most
+ *     TL_BARGE_MS plus one holding by a barger (plus the time its process
+ *     takes to run the timer).
+ * B3. A free name's first waiter was rung at least once since it became
+ *     the first (its RUNG flag), or is old, or its own timer makes it old
+ *     within TL_BARGE_MS; so a free name with waiters is taken by one of
+ *     them within TL_BARGE_MS even if nobody else comes. */
 int
-tl__list_process(tl_host_t *h, uint32_t at)
+tl__list_process(tl_host_t *h, uint32_t at, int barge)
 {
   tl_name_t *e = &h->t->names[at];
   int held_any = 0, held_excl = 0, bad = 0;
   uint32_t cur = e->head;
+  uint64_t now_us = 0; /* read at the first waiter, if any */
 
   for (uint32_t steps = 0; cur != 0; steps++) {
     h->walked++;
@@ -156,6 +201,16 @@ tl__list_process(tl_host_t *h, uint32_t at)
     if (st == TL_HOST_WAITING) {
       if (excl ? held_any : held_excl)
         break;
+      uint32_t f = atomic_load(&n->flags);
+      if (barge && !held_any && now_us == 0)
+        now_us = tl__hp_monotonic_us();
+      if (barge && !held_any && !tl__old(n, now_us)) {
+        if (!(f & TL_NODE_RUNG)) {
+          atomic_fetch_or(&n->flags, TL_NODE_RUNG | TL_NODE_OFFER);
+          tl__ring(h, n, 0);
+        }
+        break;
+      }
       tl__grant(h, e, n, 1);
       st = TL_HOST_HELD;
     }

@@ -74,6 +74,9 @@ int tl__hp_probe(int fd, uint64_t byte);
  * and not as SIGBUS later) and maps it shared. */
 int tl__hp_allocate(int fd, size_t size);
 int tl__hp_size(int fd, size_t *size);
+/* The size now, by lseek (cheaper than fstat; moves the descriptor's
+ * offset, which positional reads and writes ignore). */
+int tl__hp_size_now(int fd, uint64_t *size);
 void *tl__hp_map(int fd, size_t size);
 void tl__hp_unmap(void *addr, size_t size);
 
@@ -104,6 +107,9 @@ uint32_t tl__hp_pid(void);
 uint64_t tl__hp_start_time(void);
 uint64_t tl__hp_realtime_us(void);
 uint64_t tl__hp_monotonic_ms(void);
+/* CLOCK_MONOTONIC in µs: one clock for the processes of a host (of one
+ * time namespace; a process in another sees another, see lists.c). */
+uint64_t tl__hp_monotonic_us(void);
 
 /* A joinable thread with a small stack and a name (seen in
  * /proc/self/task/<tid>/comm, at most 15 bytes), and its cancellation

@@ -32,7 +32,7 @@ tl__recover(tl_host_t *h, uint32_t s)
   h->t->slots[s].state = SLOT_FREE;
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
     if (touched[i] && h->t->names[i].state == NAME_USED)
-      tl__list_process(h, i);
+      tl__list_process(h, i, 0);
 }
 
 /* Recovers every attached slot whose process is gone. Runs in crit. */
@@ -55,6 +55,9 @@ tl__repair(tl_host_t *h)
   tl_table_t *t = h->t;
 
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++) {
+    /* No waiter's epoch is the new one: nobody barges ahead of the
+     * waiters of before the repair, whose watchers are unknown. */
+    t->names[i].epoch++;
     t->names[i].head = t->names[i].tail = 0;
     memset(t->names[i].seen, 0, sizeof(t->names[i].seen));
     if (t->names[i].state != NAME_USED && t->names[i].state != NAME_TOMB)
@@ -90,5 +93,5 @@ tl__repair(tl_host_t *h)
   tl__sweep(h);
   for (uint32_t i = 0; i < TL_HOST_NAMES; i++)
     if (t->names[i].state == NAME_USED)
-      tl__list_process(h, i);
+      tl__list_process(h, i, 0);
 }

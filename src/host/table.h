@@ -46,7 +46,10 @@
 /* Layout version 2 added the table's identity to the header (version 1
  * had none). Versions 1 and 2 keep magic, version, size and fence at the
  * same offsets, so a version can be read (and the fence kept) from any. */
-#define TL_VERSION 2u
+/* Version 3 keeps version 2's layout and changes the protocol (barging,
+ * below): a process of version 2 would never mark its waiters old and
+ * could be barged past for ever, so the two do not share a table. */
+#define TL_VERSION 3u
 #define TL_ATTACH_WAIT_MS 5000 /* the longest wait for byte 0 */
 #define TL_DIED_RING 64        /* died names remembered (tl_hdr_t) */
 /* The fence file: the highest token any table of the directory may have
@@ -60,6 +63,14 @@
 #define TL_WAITERS 0x80000000u /* in crit: someone sleeps on the word */
 #define TL_PRUNE_IDLE_MS 100   /* watchers outlive the last wait this long */
 #define TL_CRIT_SLICE_MS 50    /* re-check the owner's liveness this often */
+/* Barging (a new request taking a free name ahead of its waiters), as
+ * AsyncLock's default policy: after this long a waiter is old, and no
+ * request barges ahead of an old waiter. */
+#define TL_BARGE_MS 1
+/* Node flags beside TL_HOST_EXCLUSIVE and TL_HOST_SYNC (host.h). */
+#define TL_NODE_OLD 0x100u   /* waited TL_BARGE_MS: served next */
+#define TL_NODE_RUNG 0x200u  /* a release left the name free and rang it */
+#define TL_NODE_OFFER 0x400u /* rung, and its claim has not run yet */
 
 enum { SLOT_FREE = 0, SLOT_ATTACHED = 1 };
 enum { NAME_EMPTY = 0, NAME_USED = 1, NAME_TOMB = 2 };
@@ -113,7 +124,10 @@ typedef struct {
   uint64_t hash;
   uint32_t head, tail; /* node index + 1; 0: none */
   uint32_t died;       /* a holder died holding it: told to the next grantee */
-  uint32_t pad;
+  /* Bumped whenever `seen` gains a slot (or is cleared, or the lists are
+   * rebuilt): a waiter whose node records the current epoch watches every
+   * slot of `seen` (barging, request.c). */
+  uint32_t epoch;
   /* Every slot with a request linked in the list since it was last empty
    * (a superset of the slots in it now): the processes a new waiter must
    * watch, read in O(1). Cleared with the entry when the list empties. */
@@ -128,10 +142,14 @@ typedef struct {
   uint32_t slot;
   uint32_t name;
   uint32_t next; /* node index + 1 */
-  uint32_t flags;
+  /* TL_HOST_EXCLUSIVE, TL_HOST_SYNC, TL_NODE_*: changed in crit; atomic
+   * because the poll reads TL_NODE_OFFER without it. */
+  _Atomic uint32_t flags;
   _Atomic uint32_t word; /* a SYNC waiter sleeps on it */
   uint32_t owner_died;
-  uint32_t pad;
+  uint32_t epoch; /* a waiter's: its name's epoch when it was linked */
+  /* The grant's fencing token; while the node waits, the monotonic µs at
+   * which it was linked (tl__old). */
   uint64_t token;
 } tl_node_t;
 
@@ -224,11 +242,12 @@ void tl__ring(tl_host_t *h, tl_node_t *n, int steal);
 
 /* lists.c */
 void tl__seen(tl_name_t *e, uint32_t s);
+int tl__old(const tl_node_t *n, uint64_t now_us);
 int tl__name_find(tl_host_t *h, const uint16_t *name, size_t len, int create);
 void tl__name_trim(tl_host_t *h, uint32_t at);
 int tl__list_unlink(tl_host_t *h, tl_node_t *n);
 void tl__grant(tl_host_t *h, tl_name_t *e, tl_node_t *n, int ring);
-int tl__list_process(tl_host_t *h, uint32_t at);
+int tl__list_process(tl_host_t *h, uint32_t at, int barge);
 tl_node_t *tl__node_alloc(tl_host_t *h);
 void tl__node_free(tl_host_t *h, tl_node_t *n);
 
