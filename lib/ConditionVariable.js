@@ -13,6 +13,7 @@
 
 const { SharedSlot } = require('./SharedSlot')
 const { AsyncLock, hasQueued, holdOf, resumeHold } = require('./AsyncLock')
+const { ShmLock } = require('./ShmLock')
 const gate = require('./gate')
 const native = require('./native')
 const { describe, readSyncOptions, readAsyncOptions } = require('./validate')
@@ -23,6 +24,11 @@ const { add, load } = Atomics
 function readHeldLock (lock, where) {
   if (!(lock instanceof AsyncLock)) {
     throw new TypeError(`${where}: lock must be an AsyncLock, received ${describe(lock)}`)
+  }
+  if (lock instanceof ShmLock) {
+    const err = new TypeError(`${where}: a ConditionVariable does not work with an AsyncLock on memory from openSharedMemory (threadlock/host) yet`)
+    err.code = 'ENOTSUP'
+    throw err
   }
   if (lock.owner !== native.selfId - 1) throw notOwnerError(where)
 }
