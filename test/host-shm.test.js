@@ -1032,20 +1032,134 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('Semaphore across processes', () => {
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+    const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+
+    it('never more than n permits out: 4 processes (and a worker) x every API, opened with from(); the count ends exact', async () => {
+      const b = openSharedMemory('sx', { path: dir, size: 64 })
+      const sem = new threadlock.Semaphore(3, b, 0)
+      assert.ok(sem instanceof threadlock.Semaphore)
+      assert.strictEqual(sem.value, 3)
+      const N = 600
+      const body = (k) => `const threadlock = require(${INDEX})
+        const { Worker } = require('worker_threads')
+        const b = host.openSharedMemory('sx', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: b, byteOffset: 0 })
+        const inside = (n) => { const now = Atomics.add(i, 1, n) + n; if (now > 3) Atomics.store(i, 3, 1); for (let s = 0; s < 300; s++); Atomics.sub(i, 1, n); Atomics.add(i, 2, 1) }
+        async function main () {
+          ${k === 0
+            ? `const w = new Worker('const { workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); const i = new Int32Array(workerData); const s = t.Semaphore.from({ type: "Semaphore", buffer: workerData, byteOffset: 0 }); for (let n = 0; n < ${N}; n++) { s.acquireSync(); const now = Atomics.add(i, 1, 1) + 1; if (now > 3) Atomics.store(i, 3, 1); Atomics.sub(i, 1, 1); Atomics.add(i, 2, 1); s.release() }', { eval: true, workerData: b })
+               const wdone = new Promise((resolve) => w.once('exit', resolve))`
+            : 'const wdone = null'}
+          for (let n = 0; n < ${N}; n++) {
+            switch (n % 5) {
+              case 0: sem.acquireSync(); inside(1); sem.release(); break
+              case 1: { const r = await sem.acquire(); await new Promise((resolve) => setImmediate(resolve)); inside(1); r(); break }
+              case 2: await sem.runExclusive(() => inside(2), { permits: 2 }); break
+              case 3: while (!sem.tryAcquire()) await new Promise((resolve) => setImmediate(resolve)); inside(1); sem.release(1); break
+              case 4: { const r = await sem.acquire(3, { timeout: 60000 }); inside(3); r(); break }
+            }
+          }
+          await wdone
+          say('done')
+        }
+        main()`
+      const kids = await Promise.all([0, 1, 2, 3].map((k) => child(body(k), dir)))
+      for (const k of kids) assert.strictEqual(k.line, 'done')
+      const i = new Int32Array(b)
+      assert.strictEqual(Atomics.load(i, 3), 0, 'more than 3 permits were out at once')
+      assert.strictEqual(Atomics.load(i, 2), 5 * N)
+      assert.strictEqual(sem.value, 3)
+      assert.strictEqual(Atomics.load(i, 0), 3, 'no waiter bit left')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('waits without CPU for a release by another process (blocking and promise); timeouts, aborts, blocking: false; dead and terminated waiters are not woken in place of live ones', async () => {
+      const b = openSharedMemory('sw', { path: dir, size: 64 })
+      const sem = new threadlock.Semaphore(0, b, 0)
+      let t0 = performance.now()
+      assert.throws(() => sem.acquireSync({ timeout: 150 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 149)
+      t0 = performance.now()
+      await assert.rejects(sem.acquire({ timeout: 150 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 149)
+      await assert.rejects(sem.acquire({ blocking: false }), (e) => e.code === 'EBUSY')
+      assert.strictEqual(sem.tryAcquire(), false)
+      const ac = new AbortController()
+      const aborted = sem.acquire({ signal: ac.signal })
+      assert.strictEqual(sem.waiting, 1)
+      ac.abort()
+      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      assert.strictEqual(sem.waiting, 0)
+      // A process killed while waiting, and a worker terminated while waiting.
+      const dead = await child(`const threadlock = require(${INDEX})
+        const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory('sw', { path: dir, size: 64 }), byteOffset: 0 })
+        say('waiting'); sem.acquireSync()`, dir)
+      await until(() => sem.waiting === 1, 'the doomed waiter')
+      dead.child.kill('SIGKILL')
+      await exited(dead.child)
+      const w = new Worker(`const { workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        threadlock.Semaphore.from(workerData).acquire()`, { eval: true, workerData: sem.handle })
+      await until(() => sem.waiting === 1, 'the worker')
+      await w.terminate()
+      assert.strictEqual(sem.waiting, 0)
+      // Live waiters: a blocking one and a promise one in other processes.
+      const kids = [
+        await child(`const threadlock = require(${INDEX})
+          const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory('sw', { path: dir, size: 64 }), byteOffset: 0 })
+          say('waiting'); sem.acquireSync(); say('got')`, dir),
+        await child(`const threadlock = require(${INDEX})
+          const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory('sw', { path: dir, size: 64 }), byteOffset: 0 })
+          say('waiting'); sem.acquire(2).then(() => say('got'))`, dir)
+      ]
+      await until(() => sem.waiting === 2, 'two waiters')
+      const before = kids.map((k) => ticks(k.child.pid))
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      kids.forEach((k, n) => {
+        const used = ticks(k.child.pid) - before[n]
+        assert.ok(used <= 10, `waiter ${n} used ${used} ticks of CPU in 1 s`)
+      })
+      const said = kids.map((k) => next(k.child))
+      sem.release(3)
+      assert.deepStrictEqual(await Promise.all(said), ['got', 'got'])
+      assert.strictEqual(sem.value, 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
   describe('the primitives that do not work across processes yet refuse such memory (ENOTSUP)', () => {
     const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
 
     it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
       const b = openSharedMemory('p', { path: dir, size: 64 })
-      const { AsyncLock, RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch } = threadlock
+      const { AsyncLock, RWLock, ConditionVariable, Barrier, CountDownLatch } = threadlock
       assert.throws(() => new AsyncLock(b, 0, { fifo: true }), refused)
       assert.throws(() => AsyncLock.from({ type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true }), refused)
       assert.throws(() => new RWLock(b, 0), refused)
-      assert.throws(() => new Semaphore(1, b, 0), refused)
       assert.throws(() => new ConditionVariable(b, 0), refused)
       assert.throws(() => new Barrier(2, b, 0), refused)
       assert.throws(() => new CountDownLatch(1, b, 0), refused)
-      for (const C of [RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch]) {
+      for (const C of [RWLock, ConditionVariable, Barrier, CountDownLatch]) {
         assert.throws(() => C.from({ type: C.name, buffer: b, byteOffset: 0 }), refused, C.name)
       }
       assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
@@ -1065,7 +1179,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.Semaphore(1, workerData, 0), () => new threadlock.RWLock(workerData, 8), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
+        for (const f of [() => new threadlock.Barrier(2, workerData, 0), () => new threadlock.RWLock(workerData, 8), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
           try { out.push(f()) } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })
