@@ -60,8 +60,8 @@ tl__element_of(napi_env env, napi_value ta, napi_value index, void **addr,
         env, "ENOTSUP",
         "this primitive does not work across processes on memory from "
         "openSharedMemory (threadlock/host) yet; wait, notify, waitAsync, "
-        "AsyncLock and Semaphore do, and Atomics loads, stores and "
-        "read-modify-write operations");
+        "AsyncLock, Semaphore, Barrier and CountDownLatch do, and Atomics "
+        "loads, stores and read-modify-write operations");
     return -1;
   }
   return 0;

@@ -1147,19 +1147,93 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('Barrier and CountDownLatch across processes', () => {
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+
+    it('Barrier: 4 processes x 30 phases (blocking and promise forms), nobody passes a phase before all arrived, one true per phase', async () => {
+      const PHASES = 30
+      const b = openSharedMemory('bx', { path: dir, size: 512 })
+      const barrier = new threadlock.Barrier(4, b, 0)
+      assert.ok(barrier instanceof threadlock.Barrier)
+      const body = (k) => `const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('bx', { path: dir, size: 512 })
+        const i = new Int32Array(b)
+        const barrier = threadlock.Barrier.from({ type: 'Barrier', buffer: b, byteOffset: 0 })
+        async function main () {
+          for (let p = 0; p < ${PHASES}; p++) {
+            Atomics.add(i, 4 + p, 1)
+            const last = (p + ${k}) % 2 ? barrier.arriveAndWaitSync() : await barrier.arriveAndWait()
+            if (Atomics.load(i, 4 + p) !== 4) Atomics.store(i, 2, 1)
+            if (last) Atomics.add(i, 3, 1)
+          }
+          say('done')
+        }
+        main()`
+      const kids = await Promise.all([0, 1, 2, 3].map((k) => child(body(k), dir)))
+      for (const k of kids) assert.strictEqual(k.line, 'done')
+      const i = new Int32Array(b)
+      assert.strictEqual(Atomics.load(i, 2), 0, 'a party passed a phase before every party arrived')
+      assert.strictEqual(Atomics.load(i, 3), PHASES, 'one true per phase')
+      assert.strictEqual(barrier.phase, PHASES)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('CountDownLatch: waiters of other processes (blocking and promise) and of this one are released when counted down to 0 by others; timeouts and aborts', async () => {
+      const b = openSharedMemory('cx', { path: dir, size: 64 })
+      const latch = new threadlock.CountDownLatch(3, b, 0)
+      await assert.rejects(latch.wait({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
+      assert.throws(() => latch.waitSync({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
+      const ac = new AbortController()
+      const aborted = latch.wait({ signal: ac.signal })
+      ac.abort()
+      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      const open = (sync) => child(`const threadlock = require(${INDEX})
+        const latch = threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: host.openSharedMemory('cx', { path: dir, size: 64 }), byteOffset: 0 })
+        say('waiting')
+        ${sync ? "latch.waitSync(); say('open ' + latch.count)" : "latch.wait().then(() => say('open ' + latch.count))"}`, dir)
+      const kids = [await open(true), await open(false)]
+      const mine = latch.wait()
+      await until(() => threadlock.waiterCount(new Int32Array(b), 0) === 3, 'three waiters')
+      const said = kids.map((k) => next(k.child))
+      for (let n = 0; n < 3; n++) {
+        assert.deepStrictEqual(run(`const threadlock = require(${INDEX})
+          return threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: host.openSharedMemory('cx', { path: dir, size: 64 }), byteOffset: 0 }).countDown()`, dir), { value: 2 - n })
+      }
+      assert.deepStrictEqual(await Promise.all(said), ['open 0', 'open 0'])
+      await mine
+      assert.strictEqual(latch.count, 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
   describe('the primitives that do not work across processes yet refuse such memory (ENOTSUP)', () => {
     const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
 
     it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
       const b = openSharedMemory('p', { path: dir, size: 64 })
-      const { AsyncLock, RWLock, ConditionVariable, Barrier, CountDownLatch } = threadlock
+      const { AsyncLock, RWLock, ConditionVariable } = threadlock
       assert.throws(() => new AsyncLock(b, 0, { fifo: true }), refused)
       assert.throws(() => AsyncLock.from({ type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true }), refused)
       assert.throws(() => new RWLock(b, 0), refused)
       assert.throws(() => new ConditionVariable(b, 0), refused)
-      assert.throws(() => new Barrier(2, b, 0), refused)
-      assert.throws(() => new CountDownLatch(1, b, 0), refused)
-      for (const C of [RWLock, ConditionVariable, Barrier, CountDownLatch]) {
+      for (const C of [RWLock, ConditionVariable]) {
         assert.throws(() => C.from({ type: C.name, buffer: b, byteOffset: 0 }), refused, C.name)
       }
       assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
@@ -1179,7 +1253,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.Barrier(2, workerData, 0), () => new threadlock.RWLock(workerData, 8), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
+        for (const f of [() => new threadlock.ConditionVariable(workerData, 0), () => new threadlock.RWLock(workerData, 8), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
           try { out.push(f()) } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })
