@@ -30,8 +30,9 @@ const native = require('./native')
 // processes there yet: their owner ids (threadId + 1) are equal in every
 // process and their waiter list is this process's, so they would exclude
 // nothing. AsyncLock and Semaphore accept it (`slot.shm`) and become a
-// lib/ShmLock.js and a lib/ShmSemaphore.js; Barrier and CountDownLatch
-// accept it as they are (plain waits, which cross processes there).
+// lib/ShmLock.js and a lib/ShmSemaphore.js; ConditionVariable, Barrier
+// and CountDownLatch accept it as they are (plain waits, which cross
+// processes there). RWLock refuses it.
 // The memory is recognised by its address (a process-wide registry of the
 // mappings), which a SharedArrayBuffer posted to a worker keeps. Asked
 // once per construction, only where such memory can exist (Node.js 22 and
@@ -41,7 +42,7 @@ function inSharedMemory (buffer, byteOffset, words) {
 }
 
 function refuseSharedMemory (where) {
-  const err = new TypeError(`${where}: this primitive does not work across processes on memory from openSharedMemory (threadlock/host) yet; AsyncLock, Semaphore, Barrier, CountDownLatch, wait, notify, waitAsync and Atomics loads, stores and read-modify-write operations work on such a buffer today`)
+  const err = new TypeError(`${where}: this primitive does not work across processes on memory from openSharedMemory (threadlock/host) yet; every other primitive, wait, notify, waitAsync and Atomics loads, stores and read-modify-write operations work on such a buffer today`)
   err.code = 'ENOTSUP'
   throw err
 }

@@ -72,12 +72,24 @@ const { compareExchange, load } = Atomics
 // Numbers the holds of this thread (for the release functions).
 let holds = 0
 
+// What lib/ConditionVariable.js asks of a lock here (as it asks the
+// in-process lock through AsyncLock.js's holdOf / resumeHold): whether this
+// thread holds it, whether this object has promise requests waiting, and
+// the caller's hold, which a condition-variable wait keeps across its
+// release and retake.
+const HELD = Symbol('held')
+const QUEUED = Symbol('queued')
+const HOLD = Symbol('hold')
+const RESUME = Symbol('resume')
+
 class ShmLock extends SharedSlot {
   #i32
   #me
   #hold = 0
   // The value #try last saw held by another.
   #seen = 0
+  // Promise requests of this object waiting.
+  #queued = 0
   #release = Object.assign((hold) => {
     if (hold === this.#hold) this.unlock()
   }, { hold: () => this.#hold })
@@ -87,6 +99,11 @@ class ShmLock extends SharedSlot {
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#me = native.shmOwnerId(this.#i32)
   }
+
+  [HELD] () { return (load(this.#i32, 0) & ID) === this.#me }
+  [QUEUED] () { return this.#queued !== 0 }
+  [HOLD] () { return this.#hold }
+  [RESUME] (hold) { if (hold !== 0) this.#hold = hold }
 
   get handle () { return { type: 'AsyncLock', buffer: this.buffer, byteOffset: this.byteOffset, fifo: false } }
   get fifo () { return false }
@@ -221,7 +238,10 @@ class ShmLock extends SharedSlot {
     if (died !== undefined) return Promise.resolve(gate.makeRelease(this.#release, died))
     if (!o.blocking) return Promise.reject(busyError(where))
     if (o.timeout === 0) return Promise.reject(timeoutError(0, where))
-    return this.#wait(o, where)
+    this.#queued++
+    const p = this.#wait(o, where)
+    p.then(() => { this.#queued-- }, () => { this.#queued-- })
+    return p
   }
 
   async #wait (o, where) {
@@ -271,4 +291,4 @@ class ShmLock extends SharedSlot {
   }
 }
 
-module.exports = { ShmLock }
+module.exports = { ShmLock, HELD, QUEUED, HOLD, RESUME }

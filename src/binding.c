@@ -59,9 +59,9 @@ tl__element_of(napi_env env, napi_value ta, napi_value index, void **addr,
     napi_throw_type_error(
         env, "ENOTSUP",
         "this primitive does not work across processes on memory from "
-        "openSharedMemory (threadlock/host) yet; wait, notify, waitAsync, "
-        "AsyncLock, Semaphore, Barrier and CountDownLatch do, and Atomics "
-        "loads, stores and read-modify-write operations");
+        "openSharedMemory (threadlock/host) yet; wait, notify, waitAsync "
+        "and every primitive but RWLock do, and Atomics loads, stores and "
+        "read-modify-write operations");
     return -1;
   }
   return 0;

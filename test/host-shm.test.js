@@ -1223,25 +1223,77 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('ConditionVariable with an AsyncLock across processes', () => {
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+
+    it('consumers in 3 processes (waitSync and wait) wake holding the lock when this process notifies under it; notify counts them; timeouts return holding the lock', async () => {
+      const b = openSharedMemory('cv', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0)
+      const cv = new threadlock.ConditionVariable(b, 4)
+      // A wait that times out returns holding the lock, and the caller's
+      // release function still ends its hold.
+      const release = await lock.acquire()
+      assert.strictEqual(await cv.wait(lock, { timeout: 50 }), 'timed-out')
+      assert.strictEqual(cv.waitSync(lock, { timeout: 50 }), 'timed-out')
+      assert.strictEqual(lock.owner, binding.shmOwnerId(i))
+      release()
+      assert.strictEqual(lock.locked, false)
+      assert.throws(() => cv.waitSync(lock), (e) => e.code === 'ENOTOWNER')
+      const consumer = (sync) => child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('cv', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        const cv = new threadlock.ConditionVariable(b, 4)
+        // EDEADLK: this thread holds the lock.
+        const mine = () => { try { lock.lock({ timeout: 0 }); return 'taken' } catch (e) { return e.code } }
+        say('waiting')
+        ${sync
+          ? "lock.lock(); while (i[2] === 0) cv.waitSync(lock); say('got ' + i[2] + ' ' + mine()); lock.unlock()"
+          : "lock.runExclusive(async () => { while (i[2] === 0) await cv.wait(lock); say('got ' + i[2] + ' ' + mine()) })"}`, dir)
+      const kids = [await consumer(true), await consumer(false), await consumer(true)]
+      await until(() => cv.waiting === 3, 'three consumers')
+      const said = kids.map((k) => next(k.child))
+      lock.lock()
+      i[2] = 42
+      assert.strictEqual(cv.notifyAll(), 3)
+      lock.unlock()
+      assert.deepStrictEqual(await Promise.all(said), ['got 42 EDEADLK', 'got 42 EDEADLK', 'got 42 EDEADLK'])
+      // Each released it after it spoke.
+      await until(() => !lock.locked, 'the last consumer\'s release')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
   describe('the primitives that do not work across processes yet refuse such memory (ENOTSUP)', () => {
     const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
 
     it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
       const b = openSharedMemory('p', { path: dir, size: 64 })
-      const { AsyncLock, RWLock, ConditionVariable } = threadlock
+      const { AsyncLock, RWLock } = threadlock
       assert.throws(() => new AsyncLock(b, 0, { fifo: true }), refused)
       assert.throws(() => AsyncLock.from({ type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true }), refused)
       assert.throws(() => new RWLock(b, 0), refused)
-      assert.throws(() => new ConditionVariable(b, 0), refused)
-      for (const C of [RWLock, ConditionVariable]) {
+      for (const C of [RWLock]) {
         assert.throws(() => C.from({ type: C.name, buffer: b, byteOffset: 0 }), refused, C.name)
       }
       assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
-      // A ConditionVariable of this process with a lock on such memory.
-      const shmLock = new AsyncLock(b, 8)
-      shmLock.lock()
-      assert.throws(() => new ConditionVariable().waitSync(shmLock, { timeout: 0 }), refused)
-      shmLock.unlock()
       const lock = new AsyncLock()
       lock.lock()
       lock.unlock()
@@ -1253,7 +1305,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.ConditionVariable(workerData, 0), () => new threadlock.RWLock(workerData, 8), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
+        for (const f of [() => new threadlock.RWLock(workerData, 0), () => threadlock.RWLock.from({ type: 'RWLock', buffer: workerData, byteOffset: 8 }), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
           try { out.push(f()) } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })
