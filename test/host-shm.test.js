@@ -868,6 +868,32 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await exited(h.child)
     })
 
+    it('a promise request with ref: false lets its process exit while it waits (and leaves no waiter); with ref: true the process waits for the grant', async () => {
+      const h = await holder('rf')
+      const b = openSharedMemory('rf', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      const script = (ref) => `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('rf', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+        lock.acquire({ ref: ${ref} }).then((r) => { console.log('got'); r() })
+        console.log('waiting')`
+      const loose = spawnSync(process.execPath, ['-e', script(false)], { encoding: 'utf8', timeout: 20000 })
+      assert.strictEqual(loose.status, 0)
+      assert.strictEqual(loose.stdout, 'waiting\n')
+      assert.strictEqual(lock.waiting, 0)
+      const kept = spawn(process.execPath, ['-e', script(true)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      kept.stdout.on('data', (d) => { out += d })
+      const keptExit = exited(kept)
+      await until(() => lock.waiting === 1, 'the ref request')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      assert.strictEqual(kept.exitCode, null, 'still running')
+      letGo(h)
+      await keptExit
+      assert.strictEqual(out, 'waiting\ngot\n')
+      h.child.stdin.end()
+      await exited(h.child)
+    })
+
     it('kill -9 of the holder hands the lock to a waiter of another process with ownerDied (blocking and promise waiters), then to the next without', async () => {
       const h = await holder('kd')
       const b = openSharedMemory('kd', { path: dir, size: 64 })
