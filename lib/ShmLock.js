@@ -41,7 +41,11 @@
 //   (binding_shm.c: a poke).
 // - I4 (owner death wakes the sleepers). Before it sleeps, a waiter has
 //   this process watch the holder's process and those of the word's other
-//   waiters (a thread blocked on each one's liveness byte, shm_owners.c);
+//   waiters (a thread blocked on each one's liveness byte, shm_owners.c),
+//   then looks at the holder's liveness once more (a death before the
+//   watch is seen there, one after it is the watcher's), having read the
+//   file's poke counter before its first look (a poke whose scan missed
+//   its node, not yet published, is seen when it publishes);
 //   a death pokes every lock waiter of the file (and a thread's end in a
 //   live process pokes it from its cleanup hook), which looks at the word
 //   again: a dead holder is taken over (DIED), a free word taken. So a
@@ -68,6 +72,11 @@ const WAITERS = 1 << 29
 const DIED = 1 << 30
 
 const { compareExchange, load } = Atomics
+
+// For the tests only: a pause between a waiter's look at the holder and its
+// watch (THREADLOCK_SHM_TEST_LOOK_DELAY_MS), the window in which the holder
+// may die unwatched.
+const LOOK_DELAY_MS = Number(process.env.THREADLOCK_SHM_TEST_LOOK_DELAY_MS) || 0
 
 // Numbers the holds of this thread (for the release functions).
 let holds = 0
@@ -146,12 +155,18 @@ class ShmLock extends SharedSlot {
 
   // Sets WAITERS on the held value #seen and has this process watch the
   // deaths that matter (I4). Returns the value to sleep on, or undefined
-  // when the word changed meanwhile (try again).
+  // when the word changed meanwhile or its holder died (try again).
   #prepare () {
     const v = this.#seen
     const w = v | WAITERS
     if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
+    if (LOOK_DELAY_MS > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, LOOK_DELAY_MS)
     native.shmWatch(this.#i32, 0, v & ID)
+    // The holder's liveness again, now that its watcher is started (or was
+    // not, because it had died): a death before this look is seen here, one
+    // after it pokes (I4). Without this look, a holder that died between
+    // #try's look and the watch would be watched by nobody.
+    if (!native.shmOwnerAlive(this.#i32, v & ID)) return undefined
     return w
   }
 

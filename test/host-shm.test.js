@@ -925,6 +925,26 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.strictEqual(Atomics.load(i, 0) & ID, 0)
     })
 
+    it('a holder killed between a waiter\'s look at it and the start of its watch: the waiter sees the death and takes the lock over (THREADLOCK_SHM_TEST_LOOK_DELAY_MS)', async () => {
+      const h = await holder('kw')
+      const c = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('kw', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+        console.log('waiting')
+        lock.lock()
+        console.log('got ' + lock.ownerDied)
+        lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_LOOK_DELAY_MS: '1500' } })
+      let out = ''
+      c.stdout.on('data', (d) => { out += d })
+      await until(() => out === 'waiting\n', 'the waiter')
+      // Inside its pause: it looked at the holder (alive) and has not
+      // started its watch yet.
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      h.child.kill('SIGKILL')
+      await exited(h.child)
+      await exited(c)
+      assert.strictEqual(out, 'waiting\ngot true\n')
+    })
+
     it('kill -9 of the holder while nobody waits: the next acquirer (of any process) gets it with ownerDied', async () => {
       const h = await holder('kn')
       const b = openSharedMemory('kn', { path: dir, size: 64 })
