@@ -75,6 +75,18 @@ function viaCallback (request) {
   })
 }
 
+// openSharedMemory needs Node.js 22 and Linux.
+function shmMissing () {
+  const { binding } = require('../lib/native')
+  return binding.shmSupported === true ? null : `openSharedMemory needs Node.js 22 or later (this is ${process.version})`
+}
+
+function shmLock (dir) {
+  const { openSharedMemory } = require('../host')
+  const { AsyncLock } = require('..')
+  return new AsyncLock(openSharedMemory('bench', { path: dir, size: 8 }), 0)
+}
+
 const impls = {
   // threadlock/host, blocking form: requestSync + release.
   'host sync': {
@@ -103,6 +115,33 @@ const impls = {
     open () {
       const { locks } = require('..')
       return { acquire: viaCallback((cb) => locks.request('bench/host', cb)), close () {} }
+    }
+  },
+  // AsyncLock on openSharedMemory's memory (Node.js 22 and later): the
+  // lock across processes, blocking and promise forms.
+  'shm AsyncLock sync': {
+    missing: shmMissing,
+    open (dir) {
+      const lock = shmLock(dir)
+      return { sync: true, acquire: () => { lock.lock(); return () => lock.unlock() }, close () {} }
+    }
+  },
+  'shm AsyncLock async': {
+    missing: shmMissing,
+    open (dir) {
+      const lock = shmLock(dir)
+      return { acquire: () => lock.acquire(), close () {} }
+    }
+  },
+  // The same AsyncLock in one process (worker threads, one buffer): what
+  // the lock across processes is measured against.
+  'AsyncLock threads sync': {
+    missing: () => null,
+    inProcess: true,
+    handoff: true,
+    open (dir, buffer) {
+      const lock = new (require('..').AsyncLock)(buffer || new SharedArrayBuffer(4), 0)
+      return { sync: true, acquire: () => { lock.lock(); return () => lock.unlock() }, close () {} }
     }
   },
   // flock(2) through fs-ext: a blocking call (here in a process of its own,

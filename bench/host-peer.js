@@ -11,6 +11,8 @@ const { isMainThread, parentPort, workerData } = require('worker_threads')
 const { impls } = require('./host-impls')
 
 const [implName, dir] = isMainThread ? process.argv.slice(2) : [workerData.impl, workerData.dir]
+// In-process rows whose peers share one SharedArrayBuffer (bench/host.js).
+const buffer = isMainThread ? undefined : workerData.buffer
 const send = isMainThread ? (m) => process.send(m) : (m) => parentPort.postMessage(m)
 const port = isMainThread ? process : parentPort
 
@@ -53,7 +55,7 @@ const ops = {
 
 // open() may be asynchronous (threadlock/postgres connects): ready only
 // once it is open, and no command comes before ready.
-Promise.resolve(impls[implName].open(dir)).then((opened) => {
+Promise.resolve(impls[implName].open(dir, buffer)).then((opened) => {
   impl = opened
   port.on('message', (m) => { ops[m.op](m) })
   send({ ev: 'ready', pid: process.pid })

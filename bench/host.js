@@ -7,7 +7,8 @@
 //   1. uncontended: take and release in a loop in one process, µs (median
 //      of 5 rounds)
 //   2. hand-off latency: process A holds, B waits (20 ms later), A releases;
-//      the time from A's release to B's grant, µs (median of rounds)
+//      the time from A's release to B's grant, µs (median of rounds); for
+//      the in-process AsyncLock row, between two worker threads
 //   3. contended grants per second: 4 processes (or, for threadlock.locks,
 //      4 worker threads) taking one lock in turn for a fixed time
 //   4. recovery after kill -9: A holds, B waits, A is killed; the time from
@@ -57,10 +58,15 @@ function freshDir () {
 }
 
 // A peer process (or worker) and a way to wait for its next event.
+// The buffer that the in-process peers of one measure share (the rows of
+// an in-process lock on a SharedArrayBuffer), by directory.
+const buffers = new Map()
+
 function peer (impl, dir) {
   const inProcess = impls[impl].inProcess
+  if (!buffers.has(dir)) buffers.set(dir, new SharedArrayBuffer(8))
   const p = inProcess
-    ? new Worker(PEER, { workerData: { impl, dir } })
+    ? new Worker(PEER, { workerData: { impl, dir, buffer: buffers.get(dir) } })
     : fork(PEER, [impl, dir], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const queue = []
   const waiters = []
@@ -98,7 +104,7 @@ async function uncontended (name) {
 }
 
 async function handoff (name) {
-  if (impls[name].inProcess) return null
+  if (impls[name].inProcess && !impls[name].handoff) return null
   const dir = freshDir()
   const a = peer(name, dir)
   const b = peer(name, dir)
@@ -145,7 +151,7 @@ async function contended (name) {
 }
 
 async function recovery (name) {
-  if (impls[name].inProcess) return null
+  if (impls[name].inProcess || impls[name].handoff) return null
   const samples = []
   for (let i = 0; i < (impls[name].slow ? 1 : 5); i++) samples.push(await recoveryOnce(name))
   return median(samples)

@@ -33,6 +33,7 @@ const { readFlag, readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError } = require('./errors')
 const { ThreadQueue, Request } = require('./ThreadQueue')
 const { LockWord } = require('./LockWord')
+const { ShmLock } = require('./ShmLock')
 
 const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_BARGE } = native.constants
 
@@ -127,12 +128,21 @@ class AsyncLock extends SharedSlot {
    *   open it with the same `fifo`; `handle` carries it
    */
   constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
-    let fifo
-    super({ type: 'AsyncLock', words: 1, keys: ['fifo'] }, [buffer, byteOffset, options], (i32, handle, o) => {
+    let fifo, shared
+    super({ type: 'AsyncLock', words: 1, keys: ['fifo'], shm: true }, [buffer, byteOffset, options], (i32, handle, o, inShm) => {
       // from() reads the mode from the handle as from options.
       const where = handle === undefined ? 'AsyncLock' : 'AsyncLock.from'
       fifo = readFlag((handle === undefined ? o : handle).fifo, false, where, 'fifo')
+      shared = inShm
+      if (shared && fifo) {
+        const err = new TypeError(`${where}: { fifo: true } does not work across processes on memory from openSharedMemory (threadlock/host) yet`)
+        err.code = 'ENOTSUP'
+        throw err
+      }
     })
+    // Memory shared by processes: the cross-process lock (lib/ShmLock.js),
+    // chosen once here, so that the in-process lock keeps its own code.
+    if (shared) return new ShmLock(this.buffer, this.byteOffset)
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, fifo)
     this.#side = sideOf(this.#i32)
@@ -339,6 +349,11 @@ class AsyncLock extends SharedSlot {
     }
   }
 }
+
+// A lock on memory shared by processes is an AsyncLock: same methods,
+// instanceof, and constructor (for from()).
+Object.setPrototypeOf(ShmLock.prototype, AsyncLock.prototype)
+Object.defineProperty(ShmLock.prototype, 'constructor', { value: AsyncLock, writable: true, configurable: true })
 
 module.exports = {
   AsyncLock,

@@ -10,6 +10,11 @@
 // mix with the previous one, because a phase ends only when all its parties
 // arrived, and a party that withdraws (timeout, abort) changes the word, so
 // no completion is made on a count that no longer holds.
+//
+// On memory shared by processes (openSharedMemory) the same code works
+// across processes: its waits and wakes are wait / waitAsync / notify,
+// which go through the file's waiter list there. A process that dies after
+// its arrival stays counted, as a worker that ends does.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -32,7 +37,7 @@ class Barrier extends SharedSlot {
    * @param {object} [options] none are defined yet; unknown ones are refused
    */
   constructor (parties, buffer = undefined, byteOffset = undefined, options = undefined) {
-    super({ type: 'Barrier', words: 2 }, [buffer, byteOffset, options], (i32, handle) => {
+    super({ type: 'Barrier', words: 2, shm: true }, [buffer, byteOffset, options], (i32, handle) => {
       if (handle !== undefined) return
       store(i32, 0, readCount(parties, 1, COUNT_MASK, 'Barrier', 'parties'))
       store(i32, 1, 0)

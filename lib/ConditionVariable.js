@@ -10,9 +10,15 @@
 // without a matching notify (two waiters can pass on one notifyOne when one
 // of them had not yet gone to sleep), so always wait in a loop that checks
 // the condition.
+//
+// On memory shared by processes (openSharedMemory) the same code works
+// across processes: the sequence number's waits and wakes go through the
+// file's waiter list there, and the lock may be an AsyncLock on such
+// memory (lib/ShmLock.js), whose holds it keeps the same way.
 
 const { SharedSlot } = require('./SharedSlot')
 const { AsyncLock, hasQueued, holdOf, resumeHold } = require('./AsyncLock')
+const { ShmLock, HELD, QUEUED, HOLD, RESUME } = require('./ShmLock')
 const gate = require('./gate')
 const native = require('./native')
 const { describe, readSyncOptions, readAsyncOptions } = require('./validate')
@@ -24,7 +30,24 @@ function readHeldLock (lock, where) {
   if (!(lock instanceof AsyncLock)) {
     throw new TypeError(`${where}: lock must be an AsyncLock, received ${describe(lock)}`)
   }
+  // An AsyncLock on memory shared by processes (lib/ShmLock.js): its owner
+  // is this thread's id in the file.
+  if (lock instanceof ShmLock) {
+    if (!lock[HELD]()) throw notOwnerError(where)
+    return
+  }
   if (lock.owner !== native.selfId - 1) throw notOwnerError(where)
+}
+
+// The caller's hold on `lock`, and its restoring after the wait took the
+// lock back (gate.makeRelease: a release function ends its own hold).
+function holdOfLock (lock) {
+  return lock instanceof ShmLock ? lock[HOLD]() : holdOf(lock)
+}
+
+function resumeLock (lock, hold) {
+  if (lock instanceof ShmLock) lock[RESUME](hold)
+  else resumeHold(lock, hold)
 }
 
 class ConditionVariable extends SharedSlot {
@@ -37,7 +60,7 @@ class ConditionVariable extends SharedSlot {
    * @param {object} [options] none are defined yet; unknown ones are refused
    */
   constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
-    super({ type: 'ConditionVariable', words: 1 }, [buffer, byteOffset, options])
+    super({ type: 'ConditionVariable', words: 1, shm: true }, [buffer, byteOffset, options])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
   }
 
@@ -55,18 +78,18 @@ class ConditionVariable extends SharedSlot {
     // the core through another object on the word) would be given the lock
     // that the wait releases, and the blocking lock() after the wait could
     // never take it back: refuse before anything changes.
-    if (hasQueued(lock) || native.gateQueued(new Int32Array(lock.buffer, lock.byteOffset, 1), 0, native.selfId)) {
+    if (lock instanceof ShmLock ? lock[QUEUED]() : hasQueued(lock) || native.gateQueued(new Int32Array(lock.buffer, lock.byteOffset, 1), 0, native.selfId)) {
       throw deadlockError('ConditionVariable.waitSync', 'this thread has a request of its own queued for the lock, which would get the lock this wait releases, so the wait could never take it back')
     }
     const seq = load(this.#i32, 0)
-    const hold = holdOf(lock)
+    const hold = holdOfLock(lock)
     lock.unlock()
     let result
     try {
       result = gate.waitSync(this.#i32, 0, seq, timeout, 'ConditionVariable.waitSync')
     } finally {
       lock.lock()
-      resumeHold(lock, hold) // still the caller's hold: its release function ends it
+      resumeLock(lock, hold) // still the caller's hold: its release function ends it
     }
     return result === 'timed-out' ? 'timed-out' : 'ok'
   }
@@ -82,14 +105,14 @@ class ConditionVariable extends SharedSlot {
     const o = readAsyncOptions(options, 'ConditionVariable.wait', false)
     if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
     const seq = load(this.#i32, 0)
-    const hold = holdOf(lock)
+    const hold = holdOfLock(lock)
     lock.unlock()
     let result
     try {
       result = await gate.waitAsync(this.#i32, 0, seq, o)
     } finally {
       await lock.acquire({ ref: o.ref })
-      resumeHold(lock, hold) // still the caller's hold: its release function ends it
+      resumeLock(lock, hold) // still the caller's hold: its release function ends it
     }
     return result === 'timed-out' ? 'timed-out' : 'ok'
   }

@@ -2,7 +2,9 @@
 
 // CountDownLatch(n): waiters are released once countDown() brought the
 // count to 0. The count lives in one Int32; it never goes below 0, and the
-// call that reaches 0 wakes every waiter.
+// call that reaches 0 wakes every waiter. On memory shared by processes
+// (openSharedMemory) the same code works across processes: its waits and
+// wakes go through the file's waiter list there.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -24,7 +26,7 @@ class CountDownLatch extends SharedSlot {
    * @param {object} [options] none are defined yet; unknown ones are refused
    */
   constructor (count, buffer = undefined, byteOffset = undefined, options = undefined) {
-    super({ type: 'CountDownLatch', words: 1 }, [buffer, byteOffset, options], (i32, handle) => {
+    super({ type: 'CountDownLatch', words: 1, shm: true }, [buffer, byteOffset, options], (i32, handle) => {
       if (handle === undefined) store(i32, 0, readCount(count, 0, MAX, 'CountDownLatch', 'count'))
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)

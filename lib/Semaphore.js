@@ -16,6 +16,7 @@
 // while nobody is queued or woken; the core decides everything else.
 
 const { SharedSlot } = require('./SharedSlot')
+const shm = require('./ShmSemaphore')
 const gate = require('./gate')
 const native = require('./native')
 const { interrupted, timeoutError } = require('./errors')
@@ -82,9 +83,13 @@ class Semaphore extends SharedSlot {
    * @param {object} [options] none are defined yet; unknown ones are refused
    */
   constructor (permits = 1, buffer = undefined, byteOffset = undefined, options = undefined) {
-    super({ type: 'Semaphore', words: 1 }, [buffer, byteOffset, options], (i32, handle) => {
+    let shared
+    super({ type: 'Semaphore', words: 1, shm: true }, [buffer, byteOffset, options], (i32, handle, o, inShm) => {
+      shared = inShm
       if (handle === undefined) store(i32, 0, readCount(permits, 0, MASK, 'Semaphore', 'permits'))
     })
+    // Memory shared by processes: lib/ShmSemaphore.js, chosen once here.
+    if (shared) return new shm.ShmSemaphore(this.buffer, this.byteOffset)
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#gate = new SemaphoreGate(this.#i32, GATE_SEM, (k) => this.#fast(k) ? false : undefined)
   }
@@ -181,5 +186,46 @@ class Semaphore extends SharedSlot {
       'Semaphore.runExclusive'))
   }
 }
+
+// A semaphore on memory shared by processes is a Semaphore: instanceof,
+// constructor (for from()), and the public methods below, which read their
+// arguments as the in-process ones do and then make its requests.
+Object.setPrototypeOf(shm.ShmSemaphore.prototype, Semaphore.prototype)
+Object.defineProperties(shm.ShmSemaphore.prototype, Object.getOwnPropertyDescriptors({
+  tryAcquire (k) {
+    const [n, o] = readPermitArgs(k, undefined, 'Semaphore.tryAcquire')
+    if (o !== undefined) checkKeys(o, PERMITS, 'Semaphore.tryAcquire')
+    return this[shm.TRY](readPermits(n, 'Semaphore.tryAcquire'))
+  },
+  acquireSync (k, options) {
+    const [p, o, own] = readPermitArgs(k, options, 'Semaphore.acquireSync')
+    const n = readPermits(p, 'Semaphore.acquireSync')
+    const timeout = readSyncOptions(o, 'Semaphore.acquireSync', own)
+    this[shm.SYNC](n, timeout, 'Semaphore.acquireSync')
+  },
+  acquire (k, options) {
+    try {
+      const [p, o, own] = readPermitArgs(k, options, 'Semaphore.acquire')
+      const n = readPermits(p, 'Semaphore.acquire')
+      return this[shm.ASYNC](n, readAsyncOptions(o, 'Semaphore.acquire', true, own), 'Semaphore.acquire')
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  },
+  release (k) {
+    this[shm.RELEASE](readPermits(k, 'Semaphore.release'), 'Semaphore.release')
+  },
+  runExclusive (callback, options) {
+    const where = 'Semaphore.runExclusive'
+    return gate.runHolding(callback, where, () => {
+      const n = readPermits(options !== null && typeof options === 'object' ? options.permits : undefined, where)
+      return this[shm.ASYNC](n, readAsyncOptions(options, where, true, PERMITS), where)
+    })
+  }
+}))
+for (const key of ['tryAcquire', 'acquireSync', 'acquire', 'release', 'runExclusive']) {
+  Object.defineProperty(shm.ShmSemaphore.prototype, key, { enumerable: false })
+}
+Object.defineProperty(shm.ShmSemaphore.prototype, 'constructor', { value: Semaphore, writable: true, configurable: true })
 
 module.exports = { Semaphore }

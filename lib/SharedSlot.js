@@ -26,18 +26,25 @@ const { readSlotArgs, readHandle, validateSlot, aName } = require('./validate')
 const native = require('./native')
 
 // A slot in memory that other processes share (threadlock/host's
-// openSharedMemory) is refused until the primitive works across processes
-// there: its owner ids (threadId + 1) are equal in every process and its
-// waiter list is this process's, so it would exclude nothing. The memory
-// is recognised by its address (a process-wide registry of the mappings),
-// which a SharedArrayBuffer posted to a worker keeps. Asked once per
-// construction, only where such memory can exist (Node.js 22 and later).
-function refuseSharedMemory (buffer, byteOffset, words, where) {
-  if (native.shmSupported && native.shmContains(new Int32Array(buffer, byteOffset, words))) {
-    const err = new TypeError(`${where}: this primitive does not work across processes on memory from openSharedMemory (threadlock/host) yet; only Atomics loads, stores and read-modify-write operations are supported on such a buffer today`)
-    err.code = 'ENOTSUP'
-    throw err
-  }
+// openSharedMemory) is refused by the primitives that do not work across
+// processes there yet: their owner ids (threadId + 1) are equal in every
+// process and their waiter list is this process's, so they would exclude
+// nothing. AsyncLock and Semaphore accept it (`slot.shm`) and become a
+// lib/ShmLock.js and a lib/ShmSemaphore.js; ConditionVariable, Barrier
+// and CountDownLatch accept it as they are (plain waits, which cross
+// processes there). RWLock refuses it.
+// The memory is recognised by its address (a process-wide registry of the
+// mappings), which a SharedArrayBuffer posted to a worker keeps. Asked
+// once per construction, only where such memory can exist (Node.js 22 and
+// later).
+function inSharedMemory (buffer, byteOffset, words) {
+  return native.shmSupported && native.shmContains(new Int32Array(buffer, byteOffset, words))
+}
+
+function refuseSharedMemory (where) {
+  const err = new TypeError(`${where}: this primitive does not work across processes on memory from openSharedMemory (threadlock/host) yet; every other primitive, wait, notify, waitAsync and Atomics loads, stores and read-modify-write operations work on such a buffer today`)
+  err.code = 'ENOTSUP'
+  throw err
 }
 
 // { handle, buffer, byteOffset } of the handle that from() is opening, for
@@ -50,22 +57,24 @@ class SharedSlot {
   #byteOffset
 
   /**
-   * @param {{ type: string, words: number, keys?: string[] }} slot the
+   * @param {{ type: string, words: number, keys?: string[], shm?: boolean }} slot the
    *   primitive's name (for its handles and error messages), how many
-   *   Int32s it uses, and the names of its own options
+   *   Int32s it uses, the names of its own options, and whether it
+   *   accepts memory shared by processes
    * @param {Array} args the constructor's `[buffer, byteOffset, options]`
    *   as given (the first may be the options object)
-   * @param {(i32: Int32Array, handle: object | undefined, options: object) => void} [setup]
+   * @param {(i32: Int32Array, handle: object | undefined, options: object, shared: boolean) => void} [setup]
    *   runs once the slot is valid, with the handle when from() opens it
    *   (write nothing then) and undefined when the constructor creates it;
    *   `options` holds the own options given to the constructor ({} when
-   *   opening)
+   *   opening); `shared`: the slot is in memory shared by processes (only
+   *   for a primitive whose `slot.shm` accepts it)
    */
   constructor (slot, args, setup) {
     const { type, words } = slot
     const open = opening
     opening = null
-    let buffer, byteOffset, options
+    let buffer, byteOffset, options, shared
     if (open !== null) {
       ({ buffer, byteOffset } = open)
       const where = `${type}.from`
@@ -73,17 +82,19 @@ class SharedSlot {
         throw new TypeError(`${where}: the handle describes ${aName(open.type)}, not ${aName(type)}`)
       }
       validateSlot(buffer, byteOffset, 4 * words, where)
-      refuseSharedMemory(buffer, byteOffset, words, where)
+      shared = inSharedMemory(buffer, byteOffset, words)
+      if (shared && slot.shm !== true) refuseSharedMemory(where)
       options = {}
     } else {
       ({ buffer, byteOffset, options } = readSlotArgs(args, words, slot.keys || [], type))
-      refuseSharedMemory(buffer, byteOffset, words, type)
+      shared = inSharedMemory(buffer, byteOffset, words)
+      if (shared && slot.shm !== true) refuseSharedMemory(type)
     }
     this.#type = type
     this.#buffer = buffer
     this.#byteOffset = byteOffset
     if (setup !== undefined) {
-      setup(new Int32Array(buffer, byteOffset, words), open === null ? undefined : open.handle, options)
+      setup(new Int32Array(buffer, byteOffset, words), open === null ? undefined : open.handle, options, shared)
     }
   }
 

@@ -9,8 +9,10 @@ const native = require('./native')
 const { RESULTS } = require('./gate')
 const { describe, readObject, readFlag, checkKeys } = require('./validate')
 const { stopTerminated } = require('./errors')
+const shmWait = require('./shmWait')
 
 const { RESULT_INTERRUPTED } = native.constants
+const SHM_ROUTE = native.shmConstants === undefined ? -1 : native.shmConstants.ROUTE
 
 const TypedArrayPrototype = Object.getPrototypeOf(Int32Array.prototype)
 const getLength = Object.getOwnPropertyDescriptor(TypedArrayPrototype, 'length').get
@@ -137,9 +139,21 @@ const api = {
     // the thread exit while the wait is pending.
     const ref = readRef(arguments[4], 'waitAsync')
     const r = native.waitAsync(typedArray, i, v, t, ref)
+    if (r === SHM_ROUTE) return shmWaitAsync(typedArray, i, v, t, ref)
     if (typeof r === 'number') return { async: false, value: RESULTS[r] }
     return { async: true, value: r }
   }
+}
+
+// waitAsync on memory shared by processes (threadlock/host's
+// openSharedMemory): a waiter in the file's list (lib/shmWait.js).
+function shmWaitAsync (typedArray, i, v, t, ref) {
+  if (t === 0) {
+    return { async: false, value: Atomics.load(typedArray, i) === v ? 'timed-out' : 'not-equal' }
+  }
+  const r = shmWait.waitAsync(typedArray, i, v, { timeout: t, ref })
+  if (typeof r === 'number') return { async: false, value: RESULTS[r] }
+  return { async: true, value: r }
 }
 
 // For tests and diagnostics: waiters enqueued on one element.

@@ -10,12 +10,14 @@ const native = require('./native')
 const { selfId } = native
 const { timeoutError, busyError, deadlockError, notOwnerError, abortError, stopTerminated } = require('./errors')
 const { readCallback } = require('./validate')
+const shmWait = require('./shmWait')
 
 const {
   RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT, RESULT_INTERRUPTED: INTERRUPTED,
   RESULT_ACQUIRED: ACQUIRED, RESULT_OWNER_DIED: OWNER_DIED,
   EDEADLK, ENOTOWNER, EOVERFLOW
 } = native.constants
+const SHM_ROUTE = native.shmConstants === undefined ? -1 : native.shmConstants.ROUTE
 const dispose = Symbol.dispose || Symbol.for('nodejs.dispose')
 
 // What a plain wait returns, by native result code.
@@ -99,8 +101,18 @@ function waitSync (i32, index, value, timeout, where) {
 function waitAsync (i32, index, value, o) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   const r = native.waitAsync(i32, index, value, o.timeout, o.ref, o.signal !== undefined)
+  if (r === SHM_ROUTE) return shmWaitAsync(i32, index, value, o)
   if (typeof r === 'number') return Promise.resolve(RESULTS[r])
   return settle(r, o.signal, (result) => result)
+}
+
+// The same on memory shared by processes (openSharedMemory): a promise
+// waiter in the file's list (lib/shmWait.js), which the primitives built on
+// plain waits (Barrier, CountDownLatch) use there unchanged.
+function shmWaitAsync (i32, index, value, o) {
+  if (o.timeout === 0) return Promise.resolve(Atomics.load(i32, index) === value ? 'timed-out' : 'not-equal')
+  const r = shmWait.waitAsync(i32, index, value, o)
+  return typeof r === 'number' ? Promise.resolve(RESULTS[r]) : r
 }
 
 // A deadline for loops that may wait several times within one timeout.

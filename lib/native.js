@@ -98,5 +98,16 @@ module.exports = {
   shmConstants: binding.shmConstants,
   shmOpen: answered(binding.shmOpen, 'shmOpen'),
   shmContains: answered(binding.shmContains, 'shmContains'),
-  shmCount: answered(binding.shmCount, 'shmCount')
+  shmCount: answered(binding.shmCount, 'shmCount'),
+  shmOwnerId: answered(binding.shmOwnerId, 'shmOwnerId'),
+  shmOwnerAlive: answered(binding.shmOwnerAlive, 'shmOwnerAlive'),
+  // Promise waiters and lock waiters on shared memory (lib/shmWait.js,
+  // lib/ShmLock.js). shmAsyncInit and shmWatch answer nothing.
+  shmAsyncInit: binding.shmAsyncInit,
+  shmWaitAsync: answered(binding.shmWaitAsync, 'shmWaitAsync'),
+  shmAsyncTake: answered(binding.shmAsyncTake, 'shmAsyncTake'),
+  shmAsyncCancel: answered(binding.shmAsyncCancel, 'shmAsyncCancel'),
+  shmWaitLock: answered(binding.shmWaitLock, 'shmWaitLock'),
+  shmWatch: binding.shmWatch,
+  shmPokes: answered(binding.shmPokes, 'shmPokes')
 }

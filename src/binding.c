@@ -58,9 +58,9 @@ tl__element_of(napi_env env, napi_value ta, napi_value index, void **addr,
   } else if (in_shm) {
     napi_throw_type_error(
         env, "ENOTSUP",
-        "waitAsync and the primitives' requests do not work across "
-        "processes on memory from openSharedMemory (threadlock/host) yet; "
-        "wait and notify do, and Atomics loads, stores and "
+        "this primitive does not work across processes on memory from "
+        "openSharedMemory (threadlock/host) yet; wait, notify, waitAsync "
+        "and every primitive but RWLock do, and Atomics loads, stores and "
         "read-modify-write operations");
     return -1;
   }
@@ -220,9 +220,16 @@ tl_napi_wait_async(napi_env env, napi_callback_info info)
   double timeout;
   bool ref, with_token;
 
+  int shm;
+
   TL_GET_ARGS(env, info, 6, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0 ||
-      tl__expected(env, argv[2], width, &expected) != 0)
+  if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0)
+    return NULL;
+  /* Shared memory: lib/shmWait.js makes the request (a node in the file,
+   * woken through the process's doorbell). No cost for other memory. */
+  if (shm)
+    return tl__int(env, TL_SHM_ROUTE);
+  if (tl__expected(env, argv[2], width, &expected) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[4], &ref));

@@ -597,26 +597,762 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
-  describe('until the primitives work across processes, they refuse such memory (ENOTSUP)', () => {
+  describe('waitAsync across processes (promise waiters in the file, woken through the doorbell)', () => {
+    // The next line a child says after its first.
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+    // A child whose main thread waits with waitAsync(i, index, 0, timeout);
+    // it says 'waiting' (with whether it waits) and then the result and
+    // the milliseconds it took.
+    const asyncWaiter = (name, { index = 0, timeout = 'Infinity', ref = true } = {}) => child(`const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }))
+      const t0 = performance.now()
+      const r = threadlock.waitAsync(i, ${index}, 0, ${timeout}, { ref: ${ref} })
+      say('waiting ' + r.async)
+      Promise.resolve(r.value).then((v) => say(v + ' ' + Math.round(performance.now() - t0)))`, dir)
+    const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+
+    it('resolves waitAsync in one process by notify in another (4 processes, counted exactly, oldest first), and this process\'s by a child\'s notify', async () => {
+      const i = new Int32Array(openSharedMemory('wa', { path: dir, size: 64 }))
+      const kids = []
+      for (let k = 0; k < 4; k++) {
+        const w = await asyncWaiter('wa')
+        assert.strictEqual(w.line, 'waiting true')
+        kids.push(w)
+        await until(() => threadlock.waiterCount(i, 0) === k + 1, `waiter ${k}`)
+      }
+      const first = next(kids[0].child)
+      assert.strictEqual(threadlock.notify(i, 0, 1), 1)
+      assert.match(await first, /^ok /)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 3)
+      const rest = kids.slice(1).map((k) => next(k.child))
+      assert.strictEqual(threadlock.notify(i, 0), 3)
+      for (const r of await Promise.all(rest)) assert.match(r, /^ok /)
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+      // This process waits; a child notifies.
+      const mine = threadlock.waitAsync(i, 1, 0)
+      assert.strictEqual(mine.async, true)
+      assert.strictEqual(threadlock.waiterCount(i, 1), 1)
+      assert.deepStrictEqual(run(`const threadlock = require(${INDEX})
+        return threadlock.notify(new Int32Array(host.openSharedMemory('wa', { path: dir, size: 64 })), 1)`, dir), { value: 1 })
+      assert.strictEqual(await mine.value, 'ok')
+      // BigInt64Array, and not-equal at once.
+      const b = new BigInt64Array(i.buffer)
+      const big = threadlock.waitAsync(b, 3, 0n)
+      assert.strictEqual(threadlock.notify(b, 3), 1)
+      assert.strictEqual(await big.value, 'ok')
+      Atomics.store(i, 4, 1)
+      assert.deepStrictEqual(threadlock.waitAsync(i, 4, 0, 1000), { async: false, value: 'not-equal' })
+      assert.deepStrictEqual(threadlock.waitAsync(i, 4, 1, 0), { async: false, value: 'timed-out' })
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('times out never early, leaves the list, and a notify then counts nothing; a waiting process uses no CPU', async () => {
+      const i = new Int32Array(openSharedMemory('wb', { path: dir, size: 64 }))
+      const w = await asyncWaiter('wb', { timeout: 300 })
+      const r = await next(w.child)
+      const [res, ms] = r.split(' ')
+      assert.strictEqual(res, 'timed-out')
+      assert.ok(Number(ms) >= 300, `waited ${ms} ms`)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 0)
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+      assert.strictEqual(binding.shmNodesUsed(i), 0)
+      const v = await asyncWaiter('wb')
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'the waiter')
+      const before = ticks(v.child.pid)
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      const used = ticks(v.child.pid) - before
+      assert.ok(used <= 5, `the waiting process used ${used} ticks of CPU in 1 s`)
+      const got = next(v.child)
+      assert.strictEqual(threadlock.notify(i, 0), 1)
+      assert.match(await got, /^ok /)
+      for (const k of [w, v]) k.child.stdin.end()
+      await Promise.all([w, v].map((k) => exited(k.child)))
+    })
+
+    it('ref: true keeps the process alive until notified; ref: false lets it exit and its node leaves', async () => {
+      const i = new Int32Array(openSharedMemory('wc', { path: dir, size: 64 }))
+      const script = (ref) => `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const i = new Int32Array(host.openSharedMemory('wc', { path: ${JSON.stringify(dir)}, size: 64 }))
+        threadlock.waitAsync(i, 0, 0, Infinity, { ref: ${ref} }).value.then((v) => console.log(v))
+        console.log('waiting')`
+      const kept = spawn(process.execPath, ['-e', script(true)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      kept.stdout.on('data', (d) => { out += d })
+      const keptExit = exited(kept)
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'the ref waiter')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      assert.strictEqual(kept.exitCode, null, 'still running')
+      assert.strictEqual(threadlock.notify(i, 0), 1)
+      await keptExit
+      assert.strictEqual(out, 'waiting\nok\n')
+      const loose = spawnSync(process.execPath, ['-e', script(false)], { encoding: 'utf8', timeout: 20000 })
+      assert.strictEqual(loose.status, 0)
+      assert.strictEqual(loose.stdout, 'waiting\n')
+      assert.strictEqual(threadlock.waiterCount(i, 0), 0)
+      assert.strictEqual(threadlock.notify(i, 0), 0)
+    })
+
+    it('a terminated worker\'s promise waiters leave the list (notify counts exactly the others); a kill -9ed process\'s are never counted', async () => {
+      const i = new Int32Array(openSharedMemory('wd', { path: dir, size: 64 }))
+      const worker = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const i = new Int32Array(workerData)
+        for (let k = 0; k < 3; k++) threadlock.waitAsync(i, 0, 0)
+        parentPort.postMessage('waiting')`, { eval: true, workerData: i.buffer })
+      await new Promise((resolve, reject) => { worker.once('message', resolve); worker.once('error', reject) })
+      const other = threadlock.waitAsync(i, 0, 0)
+      assert.strictEqual(threadlock.waiterCount(i, 0), 4)
+      await worker.terminate()
+      assert.strictEqual(threadlock.waiterCount(i, 0), 1)
+      assert.strictEqual(binding.shmNodesUsed(i), 1, 'the worker\'s nodes are free')
+      assert.strictEqual(threadlock.notify(i, 0), 1, 'only this thread\'s waiter is counted')
+      assert.strictEqual(await other.value, 'ok')
+      // kill -9 of a process with promise waiters.
+      const c = await child(`const threadlock = require(${INDEX})
+        const i = new Int32Array(host.openSharedMemory('wd', { path: dir, size: 64 }))
+        for (let k = 0; k < 5; k++) threadlock.waitAsync(i, 2, 0)
+        say('waiting')`, dir)
+      assert.strictEqual(threadlock.waiterCount(i, 2), 5)
+      c.child.kill('SIGKILL')
+      await exited(c.child)
+      assert.strictEqual(threadlock.waiterCount(i, 2), 0)
+      const mine = threadlock.waitAsync(i, 2, 0)
+      assert.strictEqual(threadlock.notify(i, 2), 1, 'the dead waiters are not counted')
+      assert.strictEqual(await mine.value, 'ok')
+      assert.strictEqual(binding.shmNodesUsed(i), 0, 'and their nodes were reclaimed')
+    })
+
+    it('a SIGSTOPped process\'s promise waiter is counted, and resolves after SIGCONT', async () => {
+      const i = new Int32Array(openSharedMemory('we', { path: dir, size: 64 }))
+      const w = await asyncWaiter('we')
+      await until(() => threadlock.waiterCount(i, 0) === 1, 'the waiter')
+      w.child.kill('SIGSTOP')
+      const got = next(w.child)
+      assert.strictEqual(threadlock.notify(i, 0), 1)
+      w.child.kill('SIGCONT')
+      assert.match(await got, /^ok /)
+      w.child.stdin.end()
+      await exited(w.child)
+    })
+  })
+
+  describe('AsyncLock across processes', () => {
+    const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
+    const ID = 0x1fffffff
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+    const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+    // A child that takes the lock at byte 0 of `name` and says its owner id
+    // once it holds it; it releases it when a line comes on its stdin
+    // (holder.release), and exits (holding it, if it still does) when its
+    // stdin ends.
+    const holder = (name) => child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+      const b = host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      lock.lock()
+      process.stdin.on('data', () => { lock.unlock(); say('released') })
+      say(String(binding.shmOwnerId(new Int32Array(b))))`, dir)
+    const letGo = (h) => { h.child.stdin.write('u\n') }
+
+    it('excludes exactly: 4 processes (and a worker) x every API on a non-atomic read-modify-write in the shared buffer', async function () {
+      const N = 1500
+      const body = (k) => `const threadlock = require(${INDEX})
+        const { Worker } = require('worker_threads')
+        const b = host.openSharedMemory('ex', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        const other = threadlock.AsyncLock.from(lock.handle)
+        const bump = () => { const v = i[1]; for (let s = 0; s < 200; s++); i[1] = v + 1 }
+        async function main () {
+          ${k === 0
+            ? `const w = new Worker('const { workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); const i = new Int32Array(workerData); const l = new t.AsyncLock(workerData, 0); for (let n = 0; n < ${N}; n++) { l.lock(); const v = i[1]; i[1] = v + 1; l.unlock() }', { eval: true, workerData: b })
+               const wdone = new Promise((resolve) => w.once('exit', resolve))`
+            : 'const wdone = null'}
+          for (let n = 0; n < ${N}; n++) {
+            switch (n % 6) {
+              case 0: lock.lock(); bump(); lock.unlock(); break
+              case 1: { const r = await lock.acquire(); const v = i[1]; await new Promise((resolve) => setImmediate(resolve)); i[1] = v + 1; r(); break }
+              case 2: await lock.runExclusive(async () => { const v = i[1]; await null; i[1] = v + 1 }); break
+              case 3: while (!lock.tryLock()) await new Promise((resolve) => setImmediate(resolve)); bump(); other.unlock(); break
+              case 4: await other.executeLocked(() => bump()); break
+              case 5: { const r = await lock.acquire({ timeout: 60000 }); bump(); r(); break }
+            }
+          }
+          await wdone
+          say('done')
+        }
+        main()`
+      const kids = await Promise.all([0, 1, 2, 3].map((k) => child(body(k), dir)))
+      for (const k of kids) assert.strictEqual(k.line, 'done')
+      const i = new Int32Array(openSharedMemory('ex', { path: dir, size: 64 }))
+      assert.strictEqual(i[1], 4 * N + N)
+      assert.strictEqual(Atomics.load(i, 0), 0, 'free, no waiter bits left')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('owner checks: another process\'s main thread and a worker of the holding process are not the holder (ENOTOWNER); lock() by the holder is EDEADLK', async () => {
+      const b = openSharedMemory('own', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      assert.ok(lock instanceof threadlock.AsyncLock)
+      lock.lock()
+      assert.strictEqual(lock.locked, true)
+      assert.strictEqual(lock.owner, binding.shmOwnerId(new Int32Array(b)))
+      assert.throws(() => lock.lock(), (e) => e.code === 'EDEADLK')
+      assert.strictEqual(lock.tryLock(), false)
+      const r = run(`const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('own', { path: dir, size: 64 }), 0)
+        const out = [lock.locked, lock.tryLock(), lock.ownerDied]
+        try { lock.unlock(); out.push('unlocked') } catch (e) { out.push(e.code, e.message.startsWith('AsyncLock.unlock:')) }
+        return out`, dir)
+      assert.deepStrictEqual(r.value, [true, false, false, 'ENOTOWNER', true])
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const lock = threadlock.AsyncLock.from(workerData)
+        const out = [lock.tryLock()]
+        try { lock.unlock(); out.push('unlocked') } catch (e) { out.push(e.code) }
+        parentPort.postMessage(out)`, { eval: true, workerData: lock.handle })
+      const wexit = new Promise((resolve) => w.once('exit', resolve))
+      const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+      await wexit
+      assert.deepStrictEqual(out, [false, 'ENOTOWNER'])
+      lock.unlock()
+      assert.throws(() => lock.unlock(), (e) => e.code === 'ENOTOWNER')
+      assert.strictEqual(lock.locked, false)
+    })
+
+    it('timeouts, aborts, blocking: false and ref across processes; the waiter that stays gets the lock when the holder releases', async () => {
+      const h = await holder('to')
+      const b = openSharedMemory('to', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      assert.strictEqual(lock.locked, true)
+      let t0 = performance.now()
+      assert.throws(() => lock.lock({ timeout: 200 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 199)
+      t0 = performance.now()
+      await assert.rejects(lock.acquire({ timeout: 200 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 199)
+      await assert.rejects(lock.acquire({ blocking: false }), (e) => e.code === 'EBUSY')
+      const ac = new AbortController()
+      const aborted = lock.acquire({ signal: ac.signal })
+      await until(() => lock.waiting === 1, 'the aborted request to wait')
+      ac.abort()
+      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      assert.strictEqual(lock.waiting, 0)
+      const got = lock.acquire()
+      await until(() => lock.waiting === 1, 'the request to wait')
+      letGo(h)
+      const release = await got
+      assert.strictEqual(release.ownerDied, false)
+      assert.strictEqual(lock.owner, binding.shmOwnerId(new Int32Array(b)))
+      release()
+      assert.strictEqual(lock.locked, false)
+      h.child.stdin.end()
+      await exited(h.child)
+    })
+
+    it('a promise request with ref: false lets its process exit while it waits (and leaves no waiter); with ref: true the process waits for the grant', async () => {
+      const h = await holder('rf')
+      const b = openSharedMemory('rf', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      const script = (ref) => `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('rf', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+        lock.acquire({ ref: ${ref} }).then((r) => { console.log('got'); r() })
+        console.log('waiting')`
+      const loose = spawnSync(process.execPath, ['-e', script(false)], { encoding: 'utf8', timeout: 20000 })
+      assert.strictEqual(loose.status, 0)
+      assert.strictEqual(loose.stdout, 'waiting\n')
+      assert.strictEqual(lock.waiting, 0)
+      const kept = spawn(process.execPath, ['-e', script(true)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      kept.stdout.on('data', (d) => { out += d })
+      const keptExit = exited(kept)
+      await until(() => lock.waiting === 1, 'the ref request')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      assert.strictEqual(kept.exitCode, null, 'still running')
+      letGo(h)
+      await keptExit
+      assert.strictEqual(out, 'waiting\ngot\n')
+      h.child.stdin.end()
+      await exited(h.child)
+    })
+
+    it('kill -9 of the holder hands the lock to a waiter of another process with ownerDied (blocking and promise waiters), then to the next without', async () => {
+      const h = await holder('kd')
+      const b = openSharedMemory('kd', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0)
+      // A blocking waiter in another process, and a promise waiter here.
+      const w = await child(`const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('kd', { path: dir, size: 64 }), 0)
+        say('waiting')
+        lock.lock()
+        say('got ' + lock.ownerDied)
+        lock.unlock()`, dir)
+      await until(() => lock.waiting === 1, 'the blocking waiter')
+      const mine = lock.acquire()
+      await until(() => lock.waiting === 2, 'the promise waiter')
+      assert.strictEqual(lock.ownerDied, false)
+      const said = next(w.child)
+      h.child.kill('SIGKILL')
+      await exited(h.child)
+      // One of the two takes it over from the dead holder; the other gets
+      // it from that one's release.
+      const release = await mine
+      const died = release.ownerDied
+      release()
+      const other = await said
+      assert.deepStrictEqual([died, other], died ? [true, 'got false'] : [false, 'got true'])
+      w.child.stdin.end()
+      await exited(w.child)
+      assert.strictEqual(Atomics.load(i, 0) & ID, 0)
+    })
+
+    it('a holder killed between a waiter\'s look at it and the start of its watch: the waiter sees the death and takes the lock over (THREADLOCK_SHM_TEST_LOOK_DELAY_MS)', async () => {
+      const h = await holder('kw')
+      const c = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('kw', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+        console.log('waiting')
+        lock.lock()
+        console.log('got ' + lock.ownerDied)
+        lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_LOOK_DELAY_MS: '1500' } })
+      let out = ''
+      c.stdout.on('data', (d) => { out += d })
+      await until(() => out === 'waiting\n', 'the waiter')
+      // Inside its pause: it looked at the holder (alive) and has not
+      // started its watch yet.
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      h.child.kill('SIGKILL')
+      await exited(h.child)
+      await exited(c)
+      assert.strictEqual(out, 'waiting\ngot true\n')
+    })
+
+    it('kill -9 of the holder while nobody waits: the next acquirer (of any process) gets it with ownerDied', async () => {
+      const h = await holder('kn')
+      const b = openSharedMemory('kn', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      h.child.kill('SIGKILL')
+      await exited(h.child)
+      assert.strictEqual(lock.locked, true)
+      assert.strictEqual(lock.ownerDied, true)
+      const r = run(`const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('kn', { path: dir, size: 64 }), 0)
+        lock.lock(); const out = [lock.ownerDied]; lock.unlock(); out.push(lock.locked, lock.ownerDied); return out`, dir)
+      assert.deepStrictEqual(r.value, [true, false, false])
+      const h2 = await holder('kn')
+      h2.child.kill('SIGKILL')
+      await exited(h2.child)
+      const release = await lock.acquire()
+      assert.strictEqual(release.ownerDied, true)
+      release()
+      const again = await lock.acquire()
+      assert.strictEqual(again.ownerDied, false)
+      again()
+    })
+
+    it('a worker terminated while holding: a waiter of another process gets the lock with ownerDied; workers terminated while waiting leave no waiter', async () => {
+      const b = openSharedMemory('wt', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        threadlock.AsyncLock.from(workerData).lock()
+        parentPort.postMessage('held')
+        setInterval(() => {}, 1000)`, { eval: true, workerData: lock.handle })
+      await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+      const c = await child(`const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('wt', { path: dir, size: 64 }), 0)
+        say('waiting')
+        lock.acquire().then((r) => { say('got ' + r.ownerDied); r() })`, dir)
+      await until(() => lock.waiting === 1, 'the other process\'s waiter')
+      const said = next(c.child)
+      await w.terminate()
+      assert.strictEqual(await said, 'got true')
+      // Workers waiting (blocking and promise) and terminated.
+      lock.lock()
+      const waiters = [0, 1].map((k) => new Worker(`const { workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const lock = threadlock.AsyncLock.from(workerData)
+        if (${k} === 0) lock.lock(); else lock.acquire()`, { eval: true, workerData: lock.handle }))
+      await until(() => lock.waiting === 2, 'the workers to wait')
+      await Promise.all(waiters.map((x) => x.terminate()))
+      assert.strictEqual(lock.waiting, 0)
+      lock.unlock()
+      assert.strictEqual(lock.locked, false)
+      assert.strictEqual(binding.shmNodesUsed(new Int32Array(b)), 0)
+      c.child.stdin.end()
+      await exited(c.child)
+    })
+
+    it('a SIGSTOPped holder: waiters of 3 processes wait without CPU; after SIGCONT each gets the lock', async () => {
+      const h = await holder('st')
+      const b = openSharedMemory('st', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      h.child.kill('SIGSTOP')
+      const kids = []
+      for (let k = 0; k < 3; k++) {
+        kids.push(await child(`const threadlock = require(${INDEX})
+          const lock = new threadlock.AsyncLock(host.openSharedMemory('st', { path: dir, size: 64 }), 0)
+          say('waiting')
+          if (${k} === 0) { lock.lock(); say('got'); lock.unlock() } else lock.acquire().then((r) => { say('got'); r() })`, dir))
+      }
+      await until(() => lock.waiting === 3, 'three waiters')
+      const before = kids.map((k) => ticks(k.child.pid))
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      kids.forEach((k, n) => {
+        const used = ticks(k.child.pid) - before[n]
+        assert.ok(used <= 10, `waiter ${n} used ${used} ticks of CPU in 1 s`)
+      })
+      const said = kids.map((k) => next(k.child))
+      h.child.kill('SIGCONT')
+      letGo(h)
+      assert.deepStrictEqual(await Promise.all(said), ['got', 'got', 'got'])
+      h.child.stdin.end()
+      await exited(h.child)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+      assert.strictEqual(lock.locked, false)
+    })
+
+    it('kill -9 at random moments among 4 processes: survivors go on, and ownerDied is seen exactly once for each process killed holding', async function () {
+      const body = `const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory('rk', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        say(String(binding.shmOwnerId(i)))
+        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+        async function main () {
+          for (let n = 0; Atomics.load(i, 4) === 0; n++) {
+            const r = n % 2 ? await lock.acquire() : (lock.lock(), { ownerDied: lock.ownerDied })
+            if (r.ownerDied) Atomics.add(i, 3, 1)
+            Atomics.add(i, 2, 1)
+            spin(2)
+            if (n % 2) r(); else lock.unlock()
+            await new Promise((resolve) => setTimeout(resolve, 1))
+          }
+          say('done')
+        }
+        main()`
+      const b = openSharedMemory('rk', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      let kids = await Promise.all([0, 1, 2, 3].map(() => child(body, dir)))
+      let killedHolding = 0
+      for (let round = 0; round < 8; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
+        const victim = kids[Math.floor(Math.random() * kids.length)]
+        victim.child.kill('SIGSTOP')
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        if ((Atomics.load(i, 0) & ID) === Number(victim.line)) killedHolding++
+        victim.child.kill('SIGKILL')
+        await exited(victim.child)
+        kids = kids.filter((k) => k !== victim)
+        kids.push(await child(body, dir))
+      }
+      const before = Atomics.load(i, 2)
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      assert.ok(Atomics.load(i, 2) > before, 'the survivors go on')
+      const done = kids.map((k) => next(k.child))
+      Atomics.store(i, 4, 1)
+      assert.deepStrictEqual(await Promise.all(done), kids.map(() => 'done'))
+      assert.strictEqual(Atomics.load(i, 3), killedHolding, `ownerDied seen ${Atomics.load(i, 3)} times, ${killedHolding} killed holding`)
+      assert.strictEqual(Atomics.load(i, 0) & ID, 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
+  describe('Semaphore across processes', () => {
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+    const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+
+    it('never more than n permits out: 4 processes (and a worker) x every API, opened with from(); the count ends exact', async () => {
+      const b = openSharedMemory('sx', { path: dir, size: 64 })
+      const sem = new threadlock.Semaphore(3, b, 0)
+      assert.ok(sem instanceof threadlock.Semaphore)
+      assert.strictEqual(sem.value, 3)
+      const N = 600
+      const body = (k) => `const threadlock = require(${INDEX})
+        const { Worker } = require('worker_threads')
+        const b = host.openSharedMemory('sx', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: b, byteOffset: 0 })
+        const inside = (n) => { const now = Atomics.add(i, 1, n) + n; if (now > 3) Atomics.store(i, 3, 1); for (let s = 0; s < 300; s++); Atomics.sub(i, 1, n); Atomics.add(i, 2, 1) }
+        async function main () {
+          ${k === 0
+            ? `const w = new Worker('const { workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); const i = new Int32Array(workerData); const s = t.Semaphore.from({ type: "Semaphore", buffer: workerData, byteOffset: 0 }); for (let n = 0; n < ${N}; n++) { s.acquireSync(); const now = Atomics.add(i, 1, 1) + 1; if (now > 3) Atomics.store(i, 3, 1); Atomics.sub(i, 1, 1); Atomics.add(i, 2, 1); s.release() }', { eval: true, workerData: b })
+               const wdone = new Promise((resolve) => w.once('exit', resolve))`
+            : 'const wdone = null'}
+          for (let n = 0; n < ${N}; n++) {
+            switch (n % 5) {
+              case 0: sem.acquireSync(); inside(1); sem.release(); break
+              case 1: { const r = await sem.acquire(); await new Promise((resolve) => setImmediate(resolve)); inside(1); r(); break }
+              case 2: await sem.runExclusive(() => inside(2), { permits: 2 }); break
+              case 3: while (!sem.tryAcquire()) await new Promise((resolve) => setImmediate(resolve)); inside(1); sem.release(1); break
+              case 4: { const r = await sem.acquire(3, { timeout: 60000 }); inside(3); r(); break }
+            }
+          }
+          await wdone
+          say('done')
+        }
+        main()`
+      const kids = await Promise.all([0, 1, 2, 3].map((k) => child(body(k), dir)))
+      for (const k of kids) assert.strictEqual(k.line, 'done')
+      const i = new Int32Array(b)
+      assert.strictEqual(Atomics.load(i, 3), 0, 'more than 3 permits were out at once')
+      assert.strictEqual(Atomics.load(i, 2), 5 * N)
+      assert.strictEqual(sem.value, 3)
+      assert.strictEqual(Atomics.load(i, 0), 3, 'no waiter bit left')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('waits without CPU for a release by another process (blocking and promise); timeouts, aborts, blocking: false; dead and terminated waiters are not woken in place of live ones', async () => {
+      const b = openSharedMemory('sw', { path: dir, size: 64 })
+      const sem = new threadlock.Semaphore(0, b, 0)
+      let t0 = performance.now()
+      assert.throws(() => sem.acquireSync({ timeout: 150 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 149)
+      t0 = performance.now()
+      await assert.rejects(sem.acquire({ timeout: 150 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 149)
+      await assert.rejects(sem.acquire({ blocking: false }), (e) => e.code === 'EBUSY')
+      assert.strictEqual(sem.tryAcquire(), false)
+      const ac = new AbortController()
+      const aborted = sem.acquire({ signal: ac.signal })
+      assert.strictEqual(sem.waiting, 1)
+      ac.abort()
+      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      assert.strictEqual(sem.waiting, 0)
+      // A process killed while waiting, and a worker terminated while waiting.
+      const dead = await child(`const threadlock = require(${INDEX})
+        const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory('sw', { path: dir, size: 64 }), byteOffset: 0 })
+        say('waiting'); sem.acquireSync()`, dir)
+      await until(() => sem.waiting === 1, 'the doomed waiter')
+      dead.child.kill('SIGKILL')
+      await exited(dead.child)
+      const w = new Worker(`const { workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        threadlock.Semaphore.from(workerData).acquire()`, { eval: true, workerData: sem.handle })
+      await until(() => sem.waiting === 1, 'the worker')
+      await w.terminate()
+      assert.strictEqual(sem.waiting, 0)
+      // Live waiters: a blocking one and a promise one in other processes.
+      const kids = [
+        await child(`const threadlock = require(${INDEX})
+          const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory('sw', { path: dir, size: 64 }), byteOffset: 0 })
+          say('waiting'); sem.acquireSync(); say('got')`, dir),
+        await child(`const threadlock = require(${INDEX})
+          const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory('sw', { path: dir, size: 64 }), byteOffset: 0 })
+          say('waiting'); sem.acquire(2).then(() => say('got'))`, dir)
+      ]
+      await until(() => sem.waiting === 2, 'two waiters')
+      const before = kids.map((k) => ticks(k.child.pid))
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+      kids.forEach((k, n) => {
+        const used = ticks(k.child.pid) - before[n]
+        assert.ok(used <= 10, `waiter ${n} used ${used} ticks of CPU in 1 s`)
+      })
+      const said = kids.map((k) => next(k.child))
+      sem.release(3)
+      assert.deepStrictEqual(await Promise.all(said), ['got', 'got'])
+      assert.strictEqual(sem.value, 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
+  describe('Barrier and CountDownLatch across processes', () => {
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+
+    it('Barrier: 4 processes x 30 phases (blocking and promise forms), nobody passes a phase before all arrived, one true per phase', async () => {
+      const PHASES = 30
+      const b = openSharedMemory('bx', { path: dir, size: 512 })
+      const barrier = new threadlock.Barrier(4, b, 0)
+      assert.ok(barrier instanceof threadlock.Barrier)
+      const body = (k) => `const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('bx', { path: dir, size: 512 })
+        const i = new Int32Array(b)
+        const barrier = threadlock.Barrier.from({ type: 'Barrier', buffer: b, byteOffset: 0 })
+        async function main () {
+          for (let p = 0; p < ${PHASES}; p++) {
+            Atomics.add(i, 4 + p, 1)
+            const last = (p + ${k}) % 2 ? barrier.arriveAndWaitSync() : await barrier.arriveAndWait()
+            if (Atomics.load(i, 4 + p) !== 4) Atomics.store(i, 2, 1)
+            if (last) Atomics.add(i, 3, 1)
+          }
+          say('done')
+        }
+        main()`
+      const kids = await Promise.all([0, 1, 2, 3].map((k) => child(body(k), dir)))
+      for (const k of kids) assert.strictEqual(k.line, 'done')
+      const i = new Int32Array(b)
+      assert.strictEqual(Atomics.load(i, 2), 0, 'a party passed a phase before every party arrived')
+      assert.strictEqual(Atomics.load(i, 3), PHASES, 'one true per phase')
+      assert.strictEqual(barrier.phase, PHASES)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('CountDownLatch: waiters of other processes (blocking and promise) and of this one are released when counted down to 0 by others; timeouts and aborts', async () => {
+      const b = openSharedMemory('cx', { path: dir, size: 64 })
+      const latch = new threadlock.CountDownLatch(3, b, 0)
+      await assert.rejects(latch.wait({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
+      assert.throws(() => latch.waitSync({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
+      const ac = new AbortController()
+      const aborted = latch.wait({ signal: ac.signal })
+      ac.abort()
+      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      const open = (sync) => child(`const threadlock = require(${INDEX})
+        const latch = threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: host.openSharedMemory('cx', { path: dir, size: 64 }), byteOffset: 0 })
+        say('waiting')
+        ${sync ? "latch.waitSync(); say('open ' + latch.count)" : "latch.wait().then(() => say('open ' + latch.count))"}`, dir)
+      const kids = [await open(true), await open(false)]
+      const mine = latch.wait()
+      await until(() => threadlock.waiterCount(new Int32Array(b), 0) === 3, 'three waiters')
+      const said = kids.map((k) => next(k.child))
+      for (let n = 0; n < 3; n++) {
+        assert.deepStrictEqual(run(`const threadlock = require(${INDEX})
+          return threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: host.openSharedMemory('cx', { path: dir, size: 64 }), byteOffset: 0 }).countDown()`, dir), { value: 2 - n })
+      }
+      assert.deepStrictEqual(await Promise.all(said), ['open 0', 'open 0'])
+      await mine
+      assert.strictEqual(latch.count, 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
+  describe('ConditionVariable with an AsyncLock across processes', () => {
+    const next = (c) => new Promise((resolve, reject) => {
+      let out = ''
+      const on = (d) => {
+        out += d
+        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      }
+      c.stdout.on('data', on)
+      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    })
+    const until = async (f, what) => {
+      for (let k = 0; k < 3000; k++) {
+        if (f()) return
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      throw new Error(`timed out waiting for ${what}`)
+    }
+
+    it('consumers in 3 processes (waitSync and wait) wake holding the lock when this process notifies under it; notify counts them; timeouts return holding the lock', async () => {
+      const b = openSharedMemory('cv', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0)
+      const cv = new threadlock.ConditionVariable(b, 4)
+      // A wait that times out returns holding the lock, and the caller's
+      // release function still ends its hold.
+      const release = await lock.acquire()
+      assert.strictEqual(await cv.wait(lock, { timeout: 50 }), 'timed-out')
+      assert.strictEqual(cv.waitSync(lock, { timeout: 50 }), 'timed-out')
+      assert.strictEqual(lock.owner, binding.shmOwnerId(i))
+      release()
+      assert.strictEqual(lock.locked, false)
+      assert.throws(() => cv.waitSync(lock), (e) => e.code === 'ENOTOWNER')
+      const consumer = (sync) => child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('cv', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        const cv = new threadlock.ConditionVariable(b, 4)
+        // EDEADLK: this thread holds the lock.
+        const mine = () => { try { lock.lock({ timeout: 0 }); return 'taken' } catch (e) { return e.code } }
+        say('waiting')
+        ${sync
+          ? "lock.lock(); while (i[2] === 0) cv.waitSync(lock); say('got ' + i[2] + ' ' + mine()); lock.unlock()"
+          : "lock.runExclusive(async () => { while (i[2] === 0) await cv.wait(lock); say('got ' + i[2] + ' ' + mine()) })"}`, dir)
+      const kids = [await consumer(true), await consumer(false), await consumer(true)]
+      await until(() => cv.waiting === 3, 'three consumers')
+      const said = kids.map((k) => next(k.child))
+      lock.lock()
+      i[2] = 42
+      assert.strictEqual(cv.notifyAll(), 3)
+      lock.unlock()
+      assert.deepStrictEqual(await Promise.all(said), ['got 42 EDEADLK', 'got 42 EDEADLK', 'got 42 EDEADLK'])
+      // Each released it after it spoke.
+      await until(() => !lock.locked, 'the last consumer\'s release')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
+  describe('the primitives that do not work across processes yet refuse such memory (ENOTSUP)', () => {
     const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
 
     it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
       const b = openSharedMemory('p', { path: dir, size: 64 })
-      const { AsyncLock, RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch } = threadlock
-      assert.throws(() => new AsyncLock(b, 0), refused)
-      assert.throws(() => new AsyncLock({ buffer: b, byteOffset: 8 }), refused)
+      const { AsyncLock, RWLock } = threadlock
+      assert.throws(() => new AsyncLock(b, 0, { fifo: true }), refused)
+      assert.throws(() => AsyncLock.from({ type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true }), refused)
       assert.throws(() => new RWLock(b, 0), refused)
-      assert.throws(() => new Semaphore(1, b, 0), refused)
-      assert.throws(() => new ConditionVariable(b, 0), refused)
-      assert.throws(() => new Barrier(2, b, 0), refused)
-      assert.throws(() => new CountDownLatch(1, b, 0), refused)
-      for (const C of [AsyncLock, RWLock, Semaphore, ConditionVariable, Barrier, CountDownLatch]) {
+      for (const C of [RWLock]) {
         assert.throws(() => C.from({ type: C.name, buffer: b, byteOffset: 0 }), refused, C.name)
       }
       assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
-      const i = new Int32Array(b)
-      assert.throws(() => threadlock.waitAsync(i, 0, 0, 0), refused)
-      assert.throws(() => threadlock.waitAsync(new BigInt64Array(b), 1, 0n, 10), refused)
       const lock = new AsyncLock()
       lock.lock()
       lock.unlock()
@@ -628,8 +1364,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.AsyncLock(workerData, 0), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0)]) {
-          try { f(); out.push('accepted') } catch (e) { out.push(e.code) }
+        for (const f of [() => new threadlock.RWLock(workerData, 0), () => threadlock.RWLock.from({ type: 'RWLock', buffer: workerData, byteOffset: 8 }), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
+          try { out.push(f()) } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })
       // Both listeners go on before either event can fire: a worker that
@@ -639,7 +1375,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const exited = new Promise((resolve) => w.once('exit', resolve))
       const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
       await exited
-      assert.deepStrictEqual(out, ['ENOTSUP', 'ENOTSUP'])
+      assert.deepStrictEqual(out, ['ENOTSUP', 'ENOTSUP', 'timed-out'])
     })
   })
 })

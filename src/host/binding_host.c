@@ -34,6 +34,7 @@ napi_value tl__host_exports(napi_env env, napi_value exports);
 #include <stdlib.h>
 #include <string.h>
 
+#include "bell.h"
 #include "host.h"
 #include "platform.h"
 
@@ -99,7 +100,8 @@ struct tl_hostref_s {
  *   must not swallow a wake meant for the helper now in charge. */
 static struct {
   tl_hostref_t *list;
-  unsigned shared;        /* attachments in the list served by `thread` */
+  tl_bell_t *bells;       /* the other doorbells (bell.h), as `list` */
+  unsigned shared;        /* attachments and bells served by `thread` */
   tl_hp_thread_t *thread; /* the process helper, or NULL */
   uint32_t gen;
   _Atomic uint32_t change; /* futex word, bumped at every change of the set */
@@ -150,6 +152,18 @@ tl__proc_helper(void *arg)
         continue;
       }
       set[n++] = (tl_hp_waitv_t){ tl_host_doorbell(r->h), r->seen, 1 };
+    }
+    for (tl_bell_t *b = tl__proc.bells; b != NULL; b = b->next) {
+      if (!b->shared || b->broken)
+        continue;
+      int c = b->check(b, &b->seen);
+      if (c != 0)
+        b->ring(b);
+      if (c < 0) {
+        b->broken = 1;
+        continue;
+      }
+      set[n++] = (tl_hp_waitv_t){ b->word, b->seen, 1 };
     }
     tl__hp_process_unlock();
     tl__hp_waitv(set, n);
@@ -257,6 +271,111 @@ tl__proc_remove(tl_hostref_t *r)
   }
 }
 
+/* The fallback helper of one bell (no futex_waitv, or beyond the process
+ * helper's TL_HP_WAITV_MAX words). */
+static void *
+tl__bell_helper(void *data)
+{
+  tl_bell_t *b = data;
+  uint32_t seen = 0;
+
+  /* From 0: the first check calls `ring` unless the word is 0 (a
+   * spurious poll at worst), so no ring between the bell's adding and
+   * this thread's first look is missed. */
+  tl__hp_cancel_point(0);
+  while (!atomic_load(&b->stopping)) {
+    int c = b->check(b, &seen);
+    if (c != 0)
+      b->ring(b);
+    if (c < 0)
+      break;
+    if (c == 0)
+      tl__hp_wait(b->word, seen, -1);
+  }
+  return NULL;
+}
+
+/* Stops and joins a bell's own thread. The word is bumped so that a
+ * thread between its check of `stopping` and its sleep does not sleep. */
+static void
+tl__bell_stop(tl_bell_t *b)
+{
+  if (b->helper == NULL)
+    return;
+  atomic_store(&b->stopping, 1);
+  atomic_fetch_add((_Atomic uint32_t *)b->word, 1);
+  tl__hp_wake(b->word, 1 << 30);
+  tl__hp_thread_join(b->helper);
+  b->helper = NULL;
+}
+
+int
+tl__bell_add(tl_bell_t *b)
+{
+  int rc = 0;
+
+  tl__hp_process_lock();
+  if (!tl__proc.hooked && tl__hp_at_exit(tl__proc_exit) == 0)
+    tl__proc.hooked = 1;
+  b->broken = 0;
+  atomic_store(&b->stopping, 0);
+  b->shared = tl__hp_waitv_supported() && tl__proc.shared < TL_HP_WAITV_MAX - 1;
+  if (b->shared) {
+    if (tl__proc.thread == NULL) {
+      tl__proc.gen++;
+      tl__proc.thread = tl__hp_thread_start(
+          tl__proc_helper, (void *)(uintptr_t)tl__proc.gen, "tl-host-helper");
+    }
+    if (tl__proc.thread == NULL) {
+      b->shared = 0;
+      rc = -1;
+      goto out;
+    }
+    /* From the current value on: nothing of a new bell has rung. */
+    b->seen = 0;
+    b->check(b, &b->seen);
+    tl__proc.shared++;
+  } else {
+    b->helper = tl__hp_thread_start(tl__bell_helper, b, "tl-host-helper");
+    if (b->helper == NULL) {
+      rc = -1;
+      goto out;
+    }
+  }
+  b->next = tl__proc.bells;
+  tl__proc.bells = b;
+  tl__proc_changed();
+out:
+  tl__hp_process_unlock();
+  return rc;
+}
+
+void
+tl__bell_remove(tl_bell_t *b)
+{
+  tl_hp_thread_t *retired = NULL;
+
+  tl__hp_process_lock();
+  for (tl_bell_t **p = &tl__proc.bells; *p != NULL; p = &(*p)->next) {
+    if (*p == b) {
+      *p = b->next;
+      break;
+    }
+  }
+  b->next = NULL;
+  if (b->shared && --tl__proc.shared == 0 && tl__proc.thread != NULL) {
+    retired = tl__proc.thread;
+    tl__proc.thread = NULL;
+    tl__proc.gen++;
+  }
+  b->shared = 0;
+  tl__proc_changed();
+  tl__hp_process_unlock();
+  if (retired != NULL)
+    tl__hp_thread_join(retired);
+  tl__bell_stop(b);
+}
+
 /* Run by exit(), which process.exit() and an uncaught exception reach
  * without the env cleanup hooks: every thread of the module ends and is
  * joined (the helpers, the watchers of every attachment still open). The
@@ -287,6 +406,10 @@ tl__proc_exit(void)
     }
     tl__worker_stop(r);
     tl_host_stop_watchers(r->h);
+  }
+  for (tl_bell_t *b = tl__proc.bells; b != NULL; b = b->next) {
+    b->shared = 0;
+    tl__bell_stop(b);
   }
   tl__hp_process_unlock();
 }

@@ -29,8 +29,11 @@ napi_value tl__shm_napi_waiters(napi_env env, void *addr);
 #ifdef TL_HOST_SUPPORTED
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bell.h"
 
 /* node_api_noenv_finalize: runs on any thread, after any env is gone. */
 typedef void (*tl__noenv_finalize_t)(void *data, void *hint);
@@ -176,7 +179,7 @@ tl__shm_thread_end(void *arg)
     }
   }
   pthread_mutex_unlock(&tl__threads_lock);
-  tl_shm_thread_remove(t->join, t->id);
+  tl_shm_thread_remove(t->join, t->id, tl_shm_poke);
   free(t);
 }
 
@@ -233,7 +236,7 @@ tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
   t->env = env;
   t->join = j;
   if (napi_add_env_cleanup_hook(env, tl__shm_thread_end, t) != napi_ok) {
-    tl_shm_thread_remove(j, t->id);
+    tl_shm_thread_remove(j, t->id, tl_shm_poke);
     free(t);
     tl__throw_last(env, "napi_add_env_cleanup_hook");
     return -1;
@@ -389,6 +392,525 @@ tl_napi_shm_count(napi_env env, napi_callback_info info)
   return r;
 }
 
+/* Promise waiters (waitAsync, and the promise requests of lib/ShmLock.js)
+ * on shared memory. A waiter is a node of the file (shm_wait.c) and a
+ * record of its env here; it hears of its notify through its process's
+ * doorbell in the file: one bell per file with promise waiters in this
+ * process (bell.h), served by the process helper of binding_host.c, whose
+ * `ring` queues one call on the threadsafe function of every env that has
+ * waiters; that call (on the env's thread) runs lib/shmWait.js's poll,
+ * which takes the records whose node was notified (shmAsyncTake). A
+ * timeout or abort withdraws the node (shmAsyncCancel), which tells
+ * whether a notify counted it first. The env's cleanup hook withdraws
+ * every node of its waiters (a terminated worker's promise waiters leave
+ * the file, and a notify counts them no more).
+ *
+ * Invariants:
+ * - A record's env counts it in `waiting` (under tl__async_lock) before
+ *   its node is published, and its file's bell is in the helper's set by
+ *   then: a notify after the publication rings a doorbell whose helper
+ *   already read the value before it, and finds the env counted.
+ * - A record holds a reference on its join (the header's mapping, where
+ *   the node is), so the node stays readable whatever happens to the
+ *   SharedArrayBuffer; the bell holds one too.
+ * - Lock order: the process lock (the helper, in `ring`) before
+ *   tl__async_lock; nothing under tl__async_lock takes another lock. */
+typedef struct tl_shm_async_s {
+  /* Immutable. */
+  uint32_t token;
+  tl_shm_join_t *join; /* referenced */
+  uint32_t index, waiting;
+  int ref;
+  int kind;
+  /* The env's thread only. */
+  struct tl_shm_async_s *next;
+} tl_shm_async_t;
+
+typedef struct tl_shm_env_s {
+  /* Immutable. */
+  napi_env env;
+  napi_threadsafe_function tsfn;
+  /* Set by the helper, cleared by the env's thread. */
+  _Atomic int queued;
+  /* The env's thread only. */
+  int refs; /* waiters that keep the loop alive */
+  uint32_t tokens;
+  tl_shm_async_t *pending;
+  /* Protected by tl__async_lock. */
+  int waiting; /* records (counted before their nodes are published) */
+  struct tl_shm_env_s *next;
+} tl_shm_env_t;
+
+typedef struct tl_shm_bell_s {
+  tl_bell_t bell;      /* first: the helper hands it back */
+  tl_shm_join_t *join; /* referenced */
+  /* JS threads, under tl__async_lock. */
+  int users;
+  struct tl_shm_bell_s *next;
+} tl_shm_bell_t;
+
+static pthread_mutex_t tl__async_lock = PTHREAD_MUTEX_INITIALIZER;
+static tl_shm_env_t *tl__async_envs;   /* protected by tl__async_lock */
+static tl_shm_bell_t *tl__async_bells; /* protected by tl__async_lock */
+/* Serialises the adding and removing of bells (JS threads), which take
+ * the process lock: never held with tl__async_lock. */
+static pthread_mutex_t tl__bells_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int
+tl__shm_bell_check(tl_bell_t *b, uint32_t *seen)
+{
+  return tl_shm_bell_check(((tl_shm_bell_t *)b)->join, seen);
+}
+
+/* A doorbell rang: every env with waiters polls (each finds its own). */
+static void
+tl__shm_bell_ring(tl_bell_t *b)
+{
+  (void)b;
+  pthread_mutex_lock(&tl__async_lock);
+  for (tl_shm_env_t *e = tl__async_envs; e != NULL; e = e->next)
+    if (e->waiting > 0 && !atomic_exchange(&e->queued, 1))
+      napi_call_threadsafe_function(e->tsfn, NULL, napi_tsfn_nonblocking);
+  pthread_mutex_unlock(&tl__async_lock);
+}
+
+/* One more user of the bell of `j` (made and added when missing). Returns
+ * 0, or -1 when no helper thread could be started. */
+static int
+tl__shm_bell_use(tl_shm_join_t *j)
+{
+  tl_shm_bell_t *b;
+
+  pthread_mutex_lock(&tl__bells_lock);
+  pthread_mutex_lock(&tl__async_lock);
+  for (b = tl__async_bells; b != NULL; b = b->next)
+    if (b->join == j)
+      break;
+  if (b != NULL) {
+    b->users++;
+    pthread_mutex_unlock(&tl__async_lock);
+    pthread_mutex_unlock(&tl__bells_lock);
+    return 0;
+  }
+  pthread_mutex_unlock(&tl__async_lock);
+  b = calloc(1, sizeof(*b));
+  if (b == NULL) {
+    pthread_mutex_unlock(&tl__bells_lock);
+    return -1;
+  }
+  tl__shm_join_ref(j);
+  b->join = j;
+  b->users = 1;
+  b->bell.word = tl_shm_bell(j);
+  b->bell.check = tl__shm_bell_check;
+  b->bell.ring = tl__shm_bell_ring;
+  if (tl__bell_add(&b->bell) != 0) {
+    tl__shm_leave(j);
+    free(b);
+    pthread_mutex_unlock(&tl__bells_lock);
+    return -1;
+  }
+  pthread_mutex_lock(&tl__async_lock);
+  b->next = tl__async_bells;
+  tl__async_bells = b;
+  pthread_mutex_unlock(&tl__async_lock);
+  pthread_mutex_unlock(&tl__bells_lock);
+  return 0;
+}
+
+static void
+tl__shm_bell_unuse(tl_shm_join_t *j)
+{
+  tl_shm_bell_t *b = NULL;
+
+  pthread_mutex_lock(&tl__bells_lock);
+  pthread_mutex_lock(&tl__async_lock);
+  for (tl_shm_bell_t **p = &tl__async_bells; *p != NULL; p = &(*p)->next) {
+    if ((*p)->join == j) {
+      if (--(*p)->users == 0) {
+        b = *p;
+        *p = b->next;
+      }
+      break;
+    }
+  }
+  pthread_mutex_unlock(&tl__async_lock);
+  if (b != NULL) {
+    tl__bell_remove(&b->bell);
+    tl__shm_leave(b->join);
+    free(b);
+  }
+  pthread_mutex_unlock(&tl__bells_lock);
+}
+
+static tl_shm_env_t *
+tl__shm_env_of(napi_env env)
+{
+  tl_shm_env_t *e;
+
+  pthread_mutex_lock(&tl__async_lock);
+  for (e = tl__async_envs; e != NULL; e = e->next)
+    if (e->env == env)
+      break;
+  pthread_mutex_unlock(&tl__async_lock);
+  return e;
+}
+
+static void
+tl__shm_env_count(tl_shm_env_t *e, int delta)
+{
+  pthread_mutex_lock(&tl__async_lock);
+  e->waiting += delta;
+  pthread_mutex_unlock(&tl__async_lock);
+}
+
+/* Forgets a record whose node is free (or left to its owner's death). */
+static void
+tl__shm_async_forget(tl_shm_env_t *e, tl_shm_async_t *a, int teardown)
+{
+  for (tl_shm_async_t **p = &e->pending; *p != NULL; p = &(*p)->next) {
+    if (*p == a) {
+      *p = a->next;
+      break;
+    }
+  }
+  tl__shm_env_count(e, -1);
+  if (a->ref && --e->refs == 0 && !teardown)
+    napi_unref_threadsafe_function(e->env, e->tsfn);
+  tl__shm_bell_unuse(a->join);
+  tl__shm_leave(a->join);
+  free(a);
+}
+
+/* The env's end (a worker terminated, or the process exiting): every
+ * waiter's node leaves the file. A lock waiter that a notify had counted
+ * passes the wake on (a poke: the file's lock waiters look again). */
+static void
+tl__shm_env_end(void *arg)
+{
+  tl_shm_env_t *e = arg;
+
+  while (e->pending != NULL) {
+    tl_shm_async_t *a = e->pending;
+    int r = tl_shm_async_cancel(a->join, a->index, a->waiting);
+    if (r == 0 && (a->kind & TL_SHM_KIND_LOCK))
+      tl_shm_poke(a->join);
+    tl__shm_async_forget(e, a, 1);
+  }
+  pthread_mutex_lock(&tl__async_lock);
+  for (tl_shm_env_t **p = &tl__async_envs; *p != NULL; p = &(*p)->next) {
+    if (*p == e) {
+      *p = e->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&tl__async_lock);
+  napi_release_threadsafe_function(e->tsfn, napi_tsfn_abort);
+  free(e);
+}
+
+static void
+tl__shm_call_js(napi_env env, napi_value fn, void *context, void *data)
+{
+  tl_shm_env_t *e = context;
+  napi_value undefined;
+
+  (void)data;
+  if (env == NULL || fn == NULL)
+    return;
+  atomic_store(&e->queued, 0);
+  TL_NAPI_FATAL(napi_get_undefined(env, &undefined));
+  napi_call_function(env, undefined, fn, 0, NULL, NULL);
+}
+
+/* shmAsyncInit(poll): this thread's promise waiters on shared memory call
+ * `poll()` when their process's doorbell rang. Once per thread. */
+static napi_value
+tl_napi_shm_async_init(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], name;
+  tl_shm_env_t *e;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  if (tl__shm_env_of(env) != NULL)
+    return NULL;
+  e = calloc(1, sizeof(*e));
+  if (e == NULL) {
+    napi_throw_error(env, "ENOMEM", "out of memory");
+    return NULL;
+  }
+  e->env = env;
+  e->tokens = 16;
+  TL_NAPI_CALL(env, napi_create_string_utf8(env, "threadlock shm poll",
+                                            NAPI_AUTO_LENGTH, &name));
+  if (napi_create_threadsafe_function(env, argv[0], NULL, name, 0, 1, NULL,
+                                      NULL, e, tl__shm_call_js,
+                                      &e->tsfn) != napi_ok) {
+    free(e);
+    tl__throw_last(env, "napi_create_threadsafe_function");
+    return NULL;
+  }
+  napi_unref_threadsafe_function(env, e->tsfn);
+  if (napi_add_env_cleanup_hook(env, tl__shm_env_end, e) != napi_ok) {
+    napi_release_threadsafe_function(e->tsfn, napi_tsfn_abort);
+    free(e);
+    tl__throw_last(env, "napi_add_env_cleanup_hook");
+    return NULL;
+  }
+  pthread_mutex_lock(&tl__async_lock);
+  e->next = tl__async_envs;
+  tl__async_envs = e;
+  pthread_mutex_unlock(&tl__async_lock);
+  return NULL;
+}
+
+/* Reads (typedArray, index, value) of shared memory: the element's
+ * address, width, expected value, the file's join and mapping. Returns
+ * -1 with an exception pending. */
+static int
+tl__shm_element(napi_env env, napi_value *argv, void **addr, int *width,
+                int64_t *expected, tl_shm_join_t **j, char **base)
+{
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  int64_t i;
+
+  TL_NAPI_CALL_RET(
+      env,
+      napi_get_typedarray_info(env, argv[0], &type, &length, &data, NULL, NULL),
+      -1);
+  TL_NAPI_CALL_RET(env, napi_get_value_int64(env, argv[1], &i), -1);
+  if (type != napi_bigint64_array && type != napi_int32_array) {
+    napi_throw_type_error(env, NULL, "expected an Int32Array or BigInt64Array");
+    return -1;
+  }
+  if (i < 0 || (uint64_t)i >= length) {
+    napi_throw_range_error(env, NULL, "index out of range");
+    return -1;
+  }
+  *width = type == napi_bigint64_array ? 8 : 4;
+  *addr = (char *)data + (size_t)i * (size_t)*width;
+  if (*width == 8) {
+    bool lossless;
+    TL_NAPI_CALL_RET(
+        env, napi_get_value_bigint_int64(env, argv[2], expected, &lossless),
+        -1);
+  } else {
+    int32_t v;
+    TL_NAPI_CALL_RET(env, napi_get_value_int32(env, argv[2], &v), -1);
+    *expected = v;
+  }
+  *j = tl_shm_find_map(*addr, base);
+  if (*j == NULL) {
+    napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
+    return -1;
+  }
+  return 0;
+}
+
+/* shmWaitAsync(typedArray, index, value, ref, kind, pokes) -> a result
+ * code (OK, NOT_EQUAL, POKED), or a token (>= 16) of a waiter now in the
+ * file. `pokes`: the file's poke counter as a lock waiter read it
+ * (shmPokes), else anything. */
+static napi_value
+tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
+{
+  napi_value argv[6], v;
+  void *addr;
+  int width, kind;
+  int64_t expected;
+  uint32_t pokes;
+  bool ref;
+  tl_shm_join_t *j;
+  tl_shm_env_t *e;
+  tl_shm_async_t *a;
+  char *base;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 6, argv);
+  if (tl__shm_element(env, argv, &addr, &width, &expected, &j, &base) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[3], &ref));
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[4], &kind));
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[5], &pokes));
+  e = tl__shm_env_of(env);
+  if (e == NULL) {
+    napi_throw_error(env, NULL, "shmAsyncInit was not called");
+    return NULL;
+  }
+  if (tl__shm_thread_id(env, j, &id) != 0)
+    return NULL;
+  a = calloc(1, sizeof(*a));
+  if (a == NULL) {
+    napi_throw_error(env, "ENOMEM", "out of memory");
+    return NULL;
+  }
+  if (tl__shm_bell_use(j) != 0) {
+    free(a);
+    napi_throw_error(env, "EAGAIN",
+                     "cannot start the helper thread (the process or user "
+                     "has too many threads)");
+    return NULL;
+  }
+  tl__shm_env_count(e, 1);
+  int r = tl_shm_wait_async(j, base, addr, width, expected, id, kind, pokes,
+                            &a->index, &a->waiting);
+  if (r != TL_SHM_PENDING) {
+    tl__shm_env_count(e, -1);
+    tl__shm_bell_unuse(j);
+    free(a);
+    return tl__shm_result(env, r);
+  }
+  tl__shm_join_ref(j);
+  a->join = j;
+  a->ref = ref;
+  a->kind = kind;
+  a->token = e->tokens++;
+  if (e->tokens < 16)
+    e->tokens = 16;
+  a->next = e->pending;
+  e->pending = a;
+  if (ref && e->refs++ == 0)
+    napi_ref_threadsafe_function(env, e->tsfn);
+  TL_NAPI_CALL(env, napi_create_uint32(env, a->token, &v));
+  return v;
+}
+
+/* shmAsyncTake() -> [token, result, ...] of this thread's waiters whose
+ * node left WAITING (free now): result OK (notified), POKED, or -1 (the
+ * file shrank). */
+static napi_value
+tl_napi_shm_async_take(napi_env env, napi_callback_info info)
+{
+  napi_value r, v;
+  tl_shm_env_t *e = tl__shm_env_of(env);
+  uint32_t n = 0;
+
+  (void)info;
+  TL_NAPI_CALL(env, napi_create_array(env, &r));
+  if (e == NULL)
+    return r;
+  for (tl_shm_async_t *a = e->pending, *next; a != NULL; a = next) {
+    next = a->next;
+    int d = tl_shm_async_done(a->join, a->index, a->waiting);
+    if (d == 0)
+      continue;
+    TL_NAPI_CALL(env, napi_create_uint32(env, a->token, &v));
+    TL_NAPI_CALL(env, napi_set_element(env, r, n++, v));
+    TL_NAPI_CALL(env, napi_create_int32(env,
+                                        d == 1   ? 0
+                                        : d == 2 ? TL_SHM_POKED
+                                                 : -1,
+                                        &v));
+    TL_NAPI_CALL(env, napi_set_element(env, r, n++, v));
+    tl__shm_async_forget(e, a, 0);
+  }
+  return r;
+}
+
+/* shmAsyncCancel(token) -> TIMED_OUT (withdrawn), OK (a notify counted it
+ * first), POKED (a poke freed it first), or -1 (no such waiter: taken
+ * already). */
+static napi_value
+tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  tl_shm_env_t *e = tl__shm_env_of(env);
+  uint32_t token;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[0], &token));
+  if (e != NULL) {
+    for (tl_shm_async_t *a = e->pending; a != NULL; a = a->next) {
+      if (a->token != token)
+        continue;
+      int r = tl_shm_async_cancel(a->join, a->index, a->waiting);
+      tl__shm_async_forget(e, a, 0);
+      return tl__shm_result(env, r);
+    }
+  }
+  napi_value none;
+  TL_NAPI_CALL(env, napi_create_int32(env, -1, &none));
+  return none;
+}
+
+/* shmWaitLock(int32Array, index, value, timeout, pokes) -> OK, NOT_EQUAL,
+ * TIMED_OUT, INTERRUPTED or POKED: a blocking lock waiter (shm_wait.c). */
+static napi_value
+tl_napi_shm_wait_lock(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5];
+  void *addr;
+  int width;
+  int64_t expected;
+  double timeout;
+  uint32_t pokes;
+  tl_shm_join_t *j;
+  tl_host_stop_t stop;
+  tl_probe_t probe;
+  char *base;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  if (tl__shm_element(env, argv, &addr, &width, &expected, &j, &base) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[4], &pokes));
+  if (tl__shm_thread_id(env, j, &id) != 0)
+    return NULL;
+  tl__probe_init(tl__env(env), &probe);
+  stop.fn = probe.fn;
+  stop.data = probe.data;
+  stop.slice_ms = (int64_t)(probe.slice_ns / 1000000u);
+  if (stop.slice_ms < 1)
+    stop.slice_ms = 1;
+  return tl__shm_result(env, tl_shm_wait_lock(j, base, addr, expected, timeout,
+                                              id, pokes, &stop));
+}
+
+/* shmPokes(typedArray) -> the file's poke counter (shm_wait.c). */
+static napi_value
+tl_napi_shm_pokes(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], r;
+  tl_shm_join_t *j;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  j = tl__shm_join_of(env, argv[0]);
+  if (j == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_create_uint32(env, tl_shm_pokes(j), &r));
+  return r;
+}
+
+/* shmWatch(int32Array, index, holder) -> undefined: the deaths that
+ * matter to a lock waiter of the word are watched (shm_owners.c). */
+static napi_value
+tl_napi_shm_watch(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3];
+  void *addr;
+  int width;
+  int64_t holder;
+  tl_shm_join_t *j;
+  char *base;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  if (tl__shm_element(env, argv, &addr, &width, &holder, &j, &base) != 0)
+    return NULL;
+  int r = tl_shm_watch_word(j, base, addr, (uint32_t)holder);
+  if (r == TL_HOST_ENODES) {
+    napi_throw_error(env, "EAGAIN",
+                     "cannot start a watcher thread (the process or user "
+                     "has too many threads)");
+    return NULL;
+  }
+  if (r != 0)
+    return tl__shm_result(env, r);
+  return NULL;
+}
+
 napi_value
 tl__shm_exports(napi_env env, napi_value exports)
 {
@@ -402,14 +924,21 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmOwnerId", tl_napi_shm_owner_id },
     { "shmOwnerAlive", tl_napi_shm_owner_alive },
     { "shmNodesUsed", tl_napi_shm_nodes_used },
+    { "shmAsyncInit", tl_napi_shm_async_init },
+    { "shmWaitAsync", tl_napi_shm_wait_async },
+    { "shmAsyncTake", tl_napi_shm_async_take },
+    { "shmAsyncCancel", tl_napi_shm_async_cancel },
+    { "shmWaitLock", tl_napi_shm_wait_lock },
+    { "shmWatch", tl_napi_shm_watch },
+    { "shmPokes", tl_napi_shm_pokes },
   };
   static const struct {
     const char *name;
     int32_t value;
   } constants[] = {
-    { "ESIZE", TL_SHM_ESIZE },
-    { "ENOTSUP", TL_SHM_ENOTSUP },
-    { "HEADER", TL_SHM_HEADER },
+    { "ESIZE", TL_SHM_ESIZE },         { "ENOTSUP", TL_SHM_ENOTSUP },
+    { "HEADER", TL_SHM_HEADER },       { "POKED", TL_SHM_POKED },
+    { "KIND_LOCK", TL_SHM_KIND_LOCK }, { "ROUTE", TL_SHM_ROUTE },
   };
   napi_value v, table;
 

@@ -24,8 +24,10 @@
 #define TL_SHM_HEADER 65536
 #define TL_SHM_NODES_AT 4096
 #define TL_SHM_NODES ((TL_SHM_HEADER - TL_SHM_NODES_AT) / 32)
-/* The layout version written in the header. */
-#define TL_SHM_VERSION 1
+/* The layout version written in the header. Version 2: waiter nodes carry
+ * a kind (promise waiters ring their process's doorbell; lock waiters are
+ * poked when an owner dies), and the header page holds the doorbells. */
+#define TL_SHM_VERSION 2
 /* Errors of tl_shm_open besides those of error.h. */
 enum {
   TL_SHM_ESIZE = -20,  /* the file exists with another data size */
@@ -57,7 +59,10 @@ tl_shm_join_t *tl_shm_find(const void *addr);
  * had TL_SHM_THREADS threads ask) or TL_HOST_ECORRUPT. Takes a reference
  * on the join, which tl_shm_thread_remove drops (the thread's end). */
 int tl_shm_thread_add(tl_shm_join_t *j, uint32_t *id);
-void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id);
+/* `poke` (tl_shm_poke) runs once the id is dead, before the join's
+ * reference goes. */
+void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id,
+                          void (*poke)(tl_shm_join_t *j));
 
 /* Where the header page records the data size (shm_linux.c). */
 #define TL_SHM_SIZE_AT 16
@@ -72,6 +77,22 @@ int tl_shm_header_ok(tl_shm_join_t *j);
  * (`*base`); NULL when none. The caller keeps the mapping alive. */
 tl_shm_join_t *tl_shm_find_map(const void *addr, char **base);
 
+/* The kinds of a waiter node (bits). */
+enum {
+  TL_SHM_KIND_ASYNC = 1, /* a promise waiter: its process's doorbell rings */
+  TL_SHM_KIND_LOCK = 2   /* a lock's waiter: poked when an owner dies */
+};
+/* Results besides the core's TL_RESULT_OK, _NOT_EQUAL, _TIMED_OUT,
+ * _INTERRUPTED. */
+enum {
+  TL_SHM_PENDING = 4, /* tl_shm_wait_async: the node waits (RESULT_PENDING) */
+  TL_SHM_POKED = 7,   /* a lock waiter was woken to look at the word again */
+  TL_SHM_ROUTE =
+      8 /* binding.c's waitAsync: shared memory, ask lib/shmWait.js */
+};
+/* The doorbells: one 32-bit word per process slot in the header page. */
+#define TL_SHM_BELL_AT 640
+
 /* Blocks the calling thread (owner id `owner`) while the `width`-byte
  * word at `word` (in the mapping at `base`) holds `expected`, until a
  * tl_shm_notify of any process counts it, `timeout_ms` passes (never
@@ -81,6 +102,69 @@ tl_shm_join_t *tl_shm_find_map(const void *addr, char **base);
 int tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
                 int64_t expected, double timeout_ms, uint32_t owner,
                 const tl_host_stop_t *stop);
+/* As tl_shm_wait for a lock's waiter (kind TL_SHM_KIND_LOCK): a poke (an
+ * owner died: tl_shm_poke) frees the node and the wait returns
+ * TL_SHM_POKED, so that the caller looks at the lock word again. */
+int tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
+                     int64_t expected, double timeout_ms, uint32_t owner,
+                     uint32_t pokes, const tl_host_stop_t *stop);
+/* The file's poke counter, which a lock waiter reads before it looks at
+ * the holder's liveness and passes as `pokes`: a poke since then returns
+ * TL_SHM_POKED at once. */
+uint32_t tl_shm_pokes(tl_shm_join_t *j);
+
+/* A promise waiter: publishes a node of kind TL_SHM_KIND_ASYNC | `kind`
+ * while the word holds `expected`. Returns TL_SHM_PENDING with the node's
+ * index and its WAITING state in `*index` and `*waiting`, or
+ * TL_RESULT_NOT_EQUAL (nothing left behind), or TL_RESULT_OK (notified
+ * before it returned), TL_SHM_POKED (a lock waiter, `kind` LOCK, whose
+ * `pokes` is not the counter's now: tl_shm_wait_lock), TL_HOST_ENODES,
+ * TL_HOST_ECORRUPT. Every notify
+ * that counts the node rings the doorbell of its owner's process. */
+int tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
+                      int64_t expected, uint32_t owner, int kind,
+                      uint32_t pokes, uint32_t *index, uint32_t *waiting);
+/* The node of a promise waiter: 1 when it was notified, 2 when a poke
+ * freed it (the node is free either way now), 0 while it waits,
+ * TL_HOST_ECORRUPT. */
+int tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting);
+/* Withdraws a promise waiter's node: TL_RESULT_TIMED_OUT when withdrawn,
+ * TL_RESULT_OK when a notify counted it first, TL_SHM_POKED when a poke
+ * freed it first (free in every case), or TL_HOST_ECORRUPT (the node is
+ * left to its owner's death). */
+int tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting);
+
+/* This process's doorbell word in the file (the join's mapping), which
+ * every notify of one of its promise waiters and every poke of one of its
+ * lock waiters bumps and wakes (a shared futex). */
+uint32_t *tl_shm_bell(tl_shm_join_t *j);
+/* 1 when the doorbell moved from `*seen` (updated), 0 when not, -1 when
+ * the file can no longer be read (it shrank). */
+int tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen);
+
+/* Wakes every lock waiter of the file, in every process, to look at its
+ * word again (an owner died): frees their nodes and wakes blocking ones on
+ * their node, promise ones through their process's doorbell. Counts
+ * nothing. */
+void tl_shm_poke(tl_shm_join_t *j);
+
+/* Makes sure that this process notices the death of the processes that
+ * matter to a lock waiter of the word at `word`: the holder `holder`'s and
+ * those of the live waiters of the word. Each is watched by a thread of
+ * this join (blocked on that process's liveness byte), which pokes the
+ * file's lock waiters when it dies. Returns 0, or TL_HOST_ECORRUPT, or
+ * TL_HOST_ENODES when a thread could not be started. */
+int tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
+                      uint32_t holder);
+/* The watcher of process slot `slot` (shm_owners.c), which calls `poke`
+ * (tl_shm_poke) when that process dies; 0 or TL_HOST_ENODES. */
+int tl__shm_watch_slot(tl_shm_join_t *j, uint32_t slot,
+                       void (*poke)(tl_shm_join_t *j));
+/* The join's mapping of the header (TL_SHM_HEADER bytes), for the nodes
+ * and the doorbells. */
+char *tl__shm_page(tl_shm_join_t *j);
+/* One more reference on the join (tl__shm_leave drops it). */
+void tl__shm_join_ref(tl_shm_join_t *j);
 
 /* Wakes up to `count` (< 0: all) waiters of the word in every process,
  * oldest first; returns how many it woke, or TL_HOST_ECORRUPT. */

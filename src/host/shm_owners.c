@@ -46,6 +46,25 @@
  * Everything here reads and writes the header page through the join's own
  * mapping of that page, after an fstat that the file still holds it (no
  * SIGBUS from the library).
+ *
+ * Watchers. A lock waiter must learn that the holder died (kill -9), and
+ * that a waiter woken to take the lock died before it did, or it would
+ * sleep for ever. No polling: a watcher thread of the join blocks in
+ * F_OFD_SETLKW for a read lock on the liveness byte of one process slot,
+ * which the kernel grants when that process dies (or leaves the file);
+ * the watcher lets it go at once and pokes every lock waiter of the file
+ * (tl_shm_poke, given by shm_wait.c, which lies above this file), which
+ * looks at its word again. A waiter asks for the
+ * watchers of the holder's process and of the processes of the word's
+ * other waiters before it sleeps (tl_shm_watch_word), after it published
+ * its node, so a death before the watcher blocks is seen by the waiter's
+ * own look at the word, and a death after it by the watcher. A watcher
+ * ends when its process died; a new one is started when needed. At most
+ * one per slot and join; all are cancelled (in their one cancellation
+ * point, the lock wait) and joined when the join is left. A thread of a
+ * live process that ends (its env's cleanup hook) pokes the file too
+ * (tl_shm_thread_remove, after its id is dead): its process's liveness
+ * byte stays held.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -75,6 +94,15 @@ _Static_assert(TL_SHM_SLOT_AT + TL_SHM_SLOTS * sizeof(tl_shm_slot_t) <=
                "the slots fit in the header page");
 _Static_assert(TL_SHM_SLOTS <= 128 && TL_SHM_THREADS == 128, "the id's fields");
 
+/* A watcher thread of one process slot (see above). */
+typedef struct {
+  tl_hp_thread_t *thread; /* joined by tl__shm_leave or the next start */
+  tl_shm_join_t *join;
+  uint32_t slot;
+  void (*poke)(tl_shm_join_t *j); /* tl_shm_poke (shm_wait.c) */
+  _Atomic int ended;              /* set by the thread as it ends */
+} tl_shm_watcher_t;
+
 /* One process's join of one file (by device and inode). */
 struct tl_shm_join_s {
   /* Immutable while joined. */
@@ -86,6 +114,7 @@ struct tl_shm_join_s {
   /* Protected by tl__join_lock. */
   int refs;       /* mappings and thread records using it */
   uint32_t given; /* thread indices given out, never given again */
+  tl_shm_watcher_t *watch[TL_SHM_SLOTS]; /* NULL: none started */
   tl_shm_join_t *next;
 };
 
@@ -222,6 +251,17 @@ tl__shm_leave(tl_shm_join_t *j)
     }
   }
   pthread_mutex_unlock(&tl__join_lock);
+  /* Nobody else reaches the join now: its watchers are cancelled (in
+   * their lock wait) and joined before the page goes. */
+  for (uint32_t s = 0; s < TL_SHM_SLOTS; s++) {
+    tl_shm_watcher_t *w = j->watch[s];
+    if (w == NULL)
+      continue;
+    if (!atomic_load(&w->ended))
+      tl__hp_thread_cancel(w->thread);
+    tl__hp_thread_join(w->thread);
+    free(w);
+  }
   /* Closing the description drops the liveness lock: every id of this
    * process in the file is dead from now on. */
   tl__hp_unmap(j->page, TL_SHM_HEADER);
@@ -252,7 +292,8 @@ tl_shm_thread_add(tl_shm_join_t *j, uint32_t *id)
 }
 
 void
-tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id)
+tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id,
+                     void (*poke)(tl_shm_join_t *j))
 {
   uint32_t t = id & 0x7f;
 
@@ -260,7 +301,82 @@ tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id)
   if (tl__page_ok(j))
     atomic_fetch_and(&j->slots[j->slot].threads[t / 32], ~(1u << (t % 32)));
   pthread_mutex_unlock(&tl__join_lock);
+  /* The id is dead from now on: the lock waiters of the file look again
+   * (it may hold a lock; its process's liveness byte stays held, so no
+   * watcher fires). */
+  poke(j);
   tl__shm_leave(j);
+}
+
+char *
+tl__shm_page(tl_shm_join_t *j)
+{
+  return j->page;
+}
+
+void
+tl__shm_join_ref(tl_shm_join_t *j)
+{
+  pthread_mutex_lock(&tl__join_lock);
+  j->refs++;
+  pthread_mutex_unlock(&tl__join_lock);
+}
+
+static void *
+tl__shm_watcher(void *arg)
+{
+  tl_shm_watcher_t *w = arg;
+  tl_shm_join_t *j = w->join;
+
+  tl__hp_cancel_point(0);
+  if (tl__hp_lock_wait_cancellable(j->fd, TL_SHM_LIVE + w->slot, 0,
+                                   &w->ended) == 0) {
+    tl__hp_unlock(j->fd, TL_SHM_LIVE + w->slot);
+    w->poke(j);
+  }
+  atomic_store(&w->ended, 1);
+  return NULL;
+}
+
+int
+tl__shm_watch_slot(tl_shm_join_t *j, uint32_t slot,
+                   void (*poke)(tl_shm_join_t *j))
+{
+  tl_shm_watcher_t *old = NULL, *w;
+  int r = 0;
+
+  if (slot >= TL_SHM_SLOTS || slot == j->slot)
+    return 0;
+  pthread_mutex_lock(&tl__join_lock);
+  w = j->watch[slot];
+  if (w != NULL && !atomic_load(&w->ended))
+    goto out;
+  /* Its process died since: a watcher of the slot's new process. */
+  old = w;
+  w = calloc(1, sizeof(*w));
+  if (w == NULL) {
+    r = TL_HOST_ENODES;
+    goto out;
+  }
+  w->join = j;
+  w->slot = slot;
+  w->poke = poke;
+  w->thread = tl__hp_thread_start(tl__shm_watcher, w, "tl-shm-watch");
+  if (w->thread == NULL) {
+    free(w);
+    r = TL_HOST_ENODES;
+    goto out;
+  }
+  j->watch[slot] = w;
+out:
+  if (r != 0)
+    old = NULL; /* stays in place, to be joined later */
+  pthread_mutex_unlock(&tl__join_lock);
+  if (old != NULL) {
+    tl__hp_thread_join(old->thread);
+    free(old);
+  }
+  return r;
 }
 
 int

@@ -18,6 +18,9 @@
  *   WAITING -> FREE'    the waiter withdraws (not-equal, timeout, stop);
  *                       fails when a notify was first: then it was woken
  *   NOTIFIED -> FREE'   the waiter leaves
+ *   WAITING -> FREE'    a poke frees a lock waiter's node (an owner died):
+ *                       the waiter finds its node neither WAITING nor
+ *                       NOTIFIED of its seq, and looks at its word again
  *   BUSY/WAITING/NOTIFIED -> FREE'  anyone, when the owner id is dead
  *                       (kill -9): the node is reclaimed
  *
@@ -38,6 +41,21 @@
  * Costs: a notify reads every node's state (TL_SHM_NODES words) and sorts
  * what it found; it probes the liveness of another process's waiter (two
  * fcntl calls) only for the waiters it is about to count.
+ *
+ * Kinds. A node's kind is written while BUSY, with the rest. A promise
+ * waiter's node (TL_SHM_KIND_ASYNC) has no thread asleep on it: the notify
+ * that moves it to NOTIFIED rings the doorbell of its owner's process
+ * (a word of the header page per process slot, bumped and woken as a
+ * shared futex), whose helper thread calls the waiter's event loop, which
+ * finds the node NOTIFIED (tl_shm_async_done) and frees it. A doorbell is
+ * bumped after the state changed, and the helper reads the doorbell before
+ * it sleeps and calls the loop after, so no notify is missed (binding_shm.c
+ * and binding_host.c). A lock waiter's node (TL_SHM_KIND_LOCK) is also
+ * poked when an owner dies (tl_shm_poke): woken, or its doorbell rung,
+ * without a change of state; the waiter withdraws and looks at the lock
+ * word again (lib/ShmLock.js). A poke counts nothing, and a node that a
+ * notify counted meanwhile is still counted: the withdrawal fails and the
+ * waiter takes the notify as its result.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,7 +82,8 @@ typedef struct {
   _Atomic uint32_t owner;  /* the waiter's owner id; written while BUSY */
   _Atomic uint64_t offset; /* of the word in the data; written while BUSY */
   _Atomic uint64_t ticket; /* FIFO order; written while BUSY */
-  uint64_t reserved;
+  _Atomic uint32_t kind;   /* TL_SHM_KIND_* bits; written while BUSY */
+  uint32_t reserved;
 } tl_shm_node_t;
 
 _Static_assert(sizeof(tl_shm_node_t) == 32, "nodes are 32 bytes");
@@ -73,6 +92,7 @@ _Static_assert(TL_SHM_NODES_AT + TL_SHM_NODES * sizeof(tl_shm_node_t) <=
                "the nodes fit before the data");
 
 #define TL_TICKET_AT 512 /* the header page's ticket counter */
+#define TL_POKES_AT 528  /* the header page's poke counter (32 bits) */
 
 static tl_shm_node_t *
 tl__nodes(char *base)
@@ -127,19 +147,99 @@ tl__take(tl_shm_join_t *j, char *base, uint32_t *state)
   return NULL;
 }
 
-int
-tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
-            int64_t expected, double timeout_ms, uint32_t owner,
-            const tl_host_stop_t *stop)
+/* The word's value as a 64-bit pattern, for comparisons. */
+static uint64_t
+tl__want(int width, int64_t expected)
 {
-  tl_shm_node_t *n;
-  uint32_t s;
-  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
-  uint64_t want = (uint64_t)expected;
-  uint64_t deadline = UINT64_MAX;
-
   if (width == 4)
-    want = (uint64_t)(int64_t)(int32_t)expected;
+    return (uint64_t)(int64_t)(int32_t)expected;
+  return (uint64_t)expected;
+}
+
+/* Takes a node and publishes it WAITING for the word at `offset`, then
+ * reads the word again (the second read of the value check). Returns
+ * TL_SHM_PENDING with the node and its WAITING state, TL_R_NOT_EQUAL (the
+ * node was withdrawn), TL_R_OK (notified already; the node is freed) or
+ * TL_HOST_ENODES. */
+static int tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as);
+
+static _Atomic uint32_t *
+tl__pokes(char *base)
+{
+  return (_Atomic uint32_t *)(base + TL_POKES_AT);
+}
+
+uint32_t
+tl_shm_pokes(tl_shm_join_t *j)
+{
+  if (tl_shm_header_ok(j) != 0)
+    return 0;
+  return atomic_load(tl__pokes(tl__shm_page(j)));
+}
+
+static int
+tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
+            uint64_t want, uint32_t owner, uint32_t kind, uint32_t pokes,
+            tl_shm_node_t **out, uint32_t *out_waiting)
+{
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  tl_shm_node_t *n;
+  uint32_t s, waiting;
+
+  for (;;) {
+    n = tl__take(j, base, &s);
+    if (n == NULL)
+      return TL_HOST_ENODES;
+    atomic_store(&n->owner, owner);
+    atomic_store(&n->offset, offset);
+    atomic_store(&n->kind, kind);
+    atomic_store(&n->ticket, atomic_fetch_add(
+                                 (_Atomic uint64_t *)(base + TL_TICKET_AT), 1));
+    waiting = (s & ~3u) | TL_NODE_WAITING;
+    uint32_t busy = s;
+    if (atomic_compare_exchange_strong(&n->state, &busy, waiting))
+      break;
+    /* Reclaimed meanwhile (it named a dead owner): take another. */
+  }
+  atomic_thread_fence(memory_order_seq_cst);
+  if (tl__load_word(word, width) != want)
+    return tl__left(n, waiting, TL_R_NOT_EQUAL);
+  /* A lock waiter: a poke since it looked at the holder (its scan may
+   * have come before the publication). */
+  if ((kind & TL_SHM_KIND_LOCK) && atomic_load(tl__pokes(base)) != pokes)
+    return tl__left(n, waiting, TL_SHM_POKED);
+  *out = n;
+  *out_waiting = waiting;
+  return TL_SHM_PENDING;
+}
+
+/* The end of a waiter whose node is `waiting` (or was): withdrawn (the
+ * result `withdrawn_as`), notified (TL_R_OK; the node is freed now) or
+ * freed by a poke (TL_SHM_POKED). */
+static int
+tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as)
+{
+  uint32_t notified = (waiting & ~3u) | TL_NODE_NOTIFIED;
+
+  if (tl__free(n, waiting))
+    return withdrawn_as;
+  /* Only a notify or a poke moves a live owner's node out of WAITING;
+   * after a poke, the node may be anyone's already. */
+  if (tl__free(n, notified))
+    return TL_R_OK;
+  return TL_SHM_POKED;
+}
+
+static int
+tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
+         int64_t expected, double timeout_ms, uint32_t owner,
+         const tl_host_stop_t *stop, uint32_t kind, uint32_t pokes)
+{
+  tl_shm_node_t *n = NULL;
+  uint64_t want = tl__want(width, expected);
+  uint64_t deadline = UINT64_MAX;
+  uint32_t waiting = 0;
+
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
   if (tl__load_word(word, width) != want)
@@ -151,28 +251,10 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
   if (timeout_ms < 1e15)
     deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms + 1 +
                (timeout_ms > (double)(uint64_t)timeout_ms ? 1 : 0);
-  uint32_t waiting;
-  for (;;) {
-    n = tl__take(j, base, &s);
-    if (n == NULL)
-      return TL_HOST_ENODES;
-    atomic_store(&n->owner, owner);
-    atomic_store(&n->offset, offset);
-    atomic_store(&n->ticket, atomic_fetch_add(
-                                 (_Atomic uint64_t *)(base + TL_TICKET_AT), 1));
-    waiting = (s & ~3u) | TL_NODE_WAITING;
-    uint32_t busy = s;
-    if (atomic_compare_exchange_strong(&n->state, &busy, waiting))
-      break;
-    /* Reclaimed meanwhile (it named a dead owner): take another. */
-  }
-  atomic_thread_fence(memory_order_seq_cst);
-  if (tl__load_word(word, width) != want) {
-    if (tl__free(n, waiting))
-      return TL_R_NOT_EQUAL;
-    tl__free(n, (s & ~3u) | TL_NODE_NOTIFIED);
-    return TL_R_OK;
-  }
+  int r =
+      tl__publish(j, base, word, width, want, owner, kind, pokes, &n, &waiting);
+  if (r != TL_SHM_PENDING)
+    return r;
   for (;;) {
     int64_t left = -1;
     uint64_t now = tl__hp_monotonic_ms();
@@ -190,22 +272,185 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
       return TL_HOST_ECORRUPT;
     if (atomic_load(&n->state) != waiting)
       break;
-    if (stop != NULL && stop->fn(stop->data)) {
-      if (tl__free(n, waiting))
-        return TL_R_STOPPED;
-      break;
+    if (stop != NULL && stop->fn(stop->data))
+      return tl__left(n, waiting, TL_R_STOPPED);
+  }
+  return tl__left(n, waiting, TL_R_TIMED_OUT);
+}
+
+int
+tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
+            int64_t expected, double timeout_ms, uint32_t owner,
+            const tl_host_stop_t *stop)
+{
+  return tl__wait(j, base, word, width, expected, timeout_ms, owner, stop, 0,
+                  0);
+}
+
+int
+tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
+                 int64_t expected, double timeout_ms, uint32_t owner,
+                 uint32_t pokes, const tl_host_stop_t *stop)
+{
+  return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop,
+                  TL_SHM_KIND_LOCK, pokes);
+}
+
+int
+tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
+                  int64_t expected, uint32_t owner, int kind, uint32_t pokes,
+                  uint32_t *index, uint32_t *waiting)
+{
+  uint64_t want = tl__want(width, expected);
+  tl_shm_node_t *n = NULL;
+
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  if (tl__load_word(word, width) != want)
+    return TL_R_NOT_EQUAL;
+  int r = tl__publish(j, base, word, width, want, owner,
+                      TL_SHM_KIND_ASYNC | (uint32_t)kind, pokes, &n, waiting);
+  if (r == TL_SHM_PENDING)
+    *index = (uint32_t)(n - tl__nodes(base));
+  return r;
+}
+
+/* The node `index` through the join's own mapping of the header, which
+ * lives as long as the join (the data's mapping may be gone). */
+static tl_shm_node_t *
+tl__node_of(tl_shm_join_t *j, uint32_t index)
+{
+  return &tl__nodes(tl__shm_page(j))[index];
+}
+
+int
+tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting)
+{
+  if (index >= TL_SHM_NODES)
+    return 0;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  tl_shm_node_t *n = tl__node_of(j, index);
+  if (atomic_load(&n->state) == waiting)
+    return 0;
+  return tl__left(n, waiting, TL_R_TIMED_OUT) == TL_R_OK ? 1 : 2;
+}
+
+int
+tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting)
+{
+  if (index >= TL_SHM_NODES)
+    return TL_R_TIMED_OUT;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  return tl__left(tl__node_of(j, index), waiting, TL_R_TIMED_OUT);
+}
+
+/* Rings the doorbell of the process in whose slot `owner` lives. */
+static void
+tl__ring_slot(char *base, uint32_t slot)
+{
+  if (slot >= TL_SHM_SLOTS)
+    return;
+  _Atomic uint32_t *bell = (_Atomic uint32_t *)(base + TL_SHM_BELL_AT) + slot;
+  atomic_fetch_add(bell, 1);
+  /* Every sleeper: as the host's doorbells (doorbell.c), a helper asleep
+   * on several words may be queued here from an earlier sleep. */
+  tl__hp_wake((uint32_t *)bell, 1 << 30);
+}
+
+uint32_t *
+tl_shm_bell(tl_shm_join_t *j)
+{
+  return (uint32_t *)(tl__shm_page(j) + TL_SHM_BELL_AT) + tl_shm_join_slot(j);
+}
+
+int
+tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen)
+{
+  if (tl_shm_header_ok(j) != 0)
+    return -1;
+  uint32_t v = atomic_load((_Atomic uint32_t *)tl_shm_bell(j));
+  if (v == *seen)
+    return 0;
+  *seen = v;
+  return 1;
+}
+
+void
+tl_shm_poke(tl_shm_join_t *j)
+{
+  char *base = tl__shm_page(j);
+  tl_shm_node_t *nodes = tl__nodes(base);
+  uint32_t rung[(TL_SHM_SLOTS + 31) / 32] = { 0 };
+
+  if (tl_shm_header_ok(j) != 0)
+    return;
+  /* First the counter (a waiter not yet published sees it), then the
+   * nodes. */
+  atomic_fetch_add(tl__pokes(base), 1);
+  atomic_thread_fence(memory_order_seq_cst);
+  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+    tl_shm_node_t *n = &nodes[i];
+    uint32_t s = atomic_load(&n->state);
+    if ((s & 3) != TL_NODE_WAITING)
+      continue;
+    uint32_t kind = atomic_load(&n->kind);
+    uint32_t slot = (atomic_load(&n->owner) >> 22) & 0x7f;
+    /* Kind and owner belong to this publication if the free succeeds. */
+    if (!(kind & TL_SHM_KIND_LOCK) || !tl__free(n, s))
+      continue;
+    if (!(kind & TL_SHM_KIND_ASYNC)) {
+      tl__hp_wake((uint32_t *)&n->state, 1);
+    } else if (slot < TL_SHM_SLOTS &&
+               !(rung[slot / 32] & (1u << (slot % 32)))) {
+      rung[slot / 32] |= 1u << (slot % 32);
+      tl__ring_slot(base, slot);
     }
   }
-  if (tl__free(n, waiting))
-    return TL_R_TIMED_OUT;
-  /* Notified (the only other way out of WAITING for a live owner). */
-  tl__free(n, (s & ~3u) | TL_NODE_NOTIFIED);
-  return TL_R_OK;
+}
+
+int
+tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
+                  uint32_t holder)
+{
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  tl_shm_node_t *nodes = tl__nodes(base);
+  uint32_t seen[(TL_SHM_SLOTS + 31) / 32] = { 0 };
+  uint32_t mine = tl_shm_join_slot(j);
+  uint32_t ids[TL_SHM_SLOTS + 1];
+  unsigned count = 0;
+
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  ids[count++] = holder;
+  for (uint32_t i = 0; i < TL_SHM_NODES && count <= TL_SHM_SLOTS; i++) {
+    tl_shm_node_t *n = &nodes[i];
+    uint32_t s = atomic_load(&n->state);
+    if ((s & 3) == TL_NODE_FREE || atomic_load(&n->offset) != offset)
+      continue;
+    ids[count++] = atomic_load(&n->owner);
+  }
+  for (unsigned k = 0; k < count; k++) {
+    uint32_t slot = (ids[k] >> 22) & 0x7f;
+    if (ids[k] == 0 || slot >= TL_SHM_SLOTS || slot == mine ||
+        (seen[slot / 32] & (1u << (slot % 32))))
+      continue;
+    seen[slot / 32] |= 1u << (slot % 32);
+    /* Only a live process is watched: a dead one's watcher would fire at
+     * once, and its death is what the caller acts on already. */
+    if (tl_shm_owner_alive(j, ids[k]) != 1)
+      continue;
+    if (tl__shm_watch_slot(j, slot, tl_shm_poke) != 0)
+      return TL_HOST_ENODES;
+  }
+  return 0;
 }
 
 typedef struct {
   tl_shm_node_t *node;
   uint32_t state;
+  uint32_t kind;
   uint64_t ticket;
 } tl_cand_t;
 
@@ -239,11 +484,13 @@ tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
     if ((s & 3) != TL_NODE_WAITING || atomic_load(&n->offset) != offset)
       continue;
     uint64_t ticket = atomic_load(&n->ticket);
-    /* Offset and ticket belong to this publication of the node. */
+    uint32_t kind = atomic_load(&n->kind);
+    /* Offset, ticket and kind belong to this publication of the node. */
     if (atomic_load(&n->state) != s)
       continue;
     cand[found].node = n;
     cand[found].state = s;
+    cand[found].kind = kind;
     cand[found].ticket = ticket;
     found++;
   }
@@ -255,9 +502,16 @@ tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
       tl__free(n, s); /* a dead waiter: reclaimed, not counted */
       continue;
     }
+    uint32_t owner = atomic_load(&n->owner);
     uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
     if (atomic_compare_exchange_strong(&n->state, &s, notified)) {
-      tl__hp_wake((uint32_t *)&n->state, 1);
+      /* A promise waiter hears it through its process's doorbell, rung
+       * after the state changed; the owner read before the change is the
+       * publication's (it changes only after a free). */
+      if (cand[k].kind & TL_SHM_KIND_ASYNC)
+        tl__ring_slot(base, (owner >> 22) & 0x7f);
+      else
+        tl__hp_wake((uint32_t *)&n->state, 1);
       woken++;
     }
   }

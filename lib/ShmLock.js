@@ -1,0 +1,309 @@
+'use strict'
+
+// AsyncLock on memory shared by processes (threadlock/host's
+// openSharedMemory). `new AsyncLock(buffer, byteOffset)` and
+// `AsyncLock.from(handle)` return one of these when the word lies in such
+// memory (the choice is made once, at construction: the in-process lock
+// keeps its own code and speed). It is an AsyncLock (instanceof, the same
+// methods), with its own protocol, simpler than the in-process policy
+// (src/lock.c), because its waiter list is the file's (src/host/shm_wait.c)
+// and its owners are processes' threads (src/host/shm_owners.c).
+//
+// The word: bits 0..28 the holder's owner id in the file (unique across
+// the host's processes, never 0; 0: free), bit 29 WAITERS (somebody may
+// sleep on the word), bit 30 DIED (the holder took the lock over from an
+// owner that died).
+//
+// Taking it (#try): a word whose owner field is 0 is taken with one
+// compare-exchange (barging: a running thread may take it before a woken
+// waiter); a word whose holder is dead (its process killed, its worker
+// ended; shmOwnerAlive) is taken over with one compare-exchange, with
+// DIED. Two takers race on the same value: one wins. A waiter sets WAITERS
+// and sleeps in the file's list while the word still holds the value it
+// saw (the list's value check); once it has slept it takes the word with
+// WAITERS set, because others may still sleep.
+//
+// Releasing (unlock): the holder's compare-exchange to 0; if WAITERS was
+// set, notify(1) wakes the oldest sleeper of every process, which competes.
+//
+// Invariants:
+// - I1 (exclusion). Only a compare-exchange that finds the owner field 0
+//   or a dead owner writes an id into it, and only the holder clears it;
+//   an owner id is never given twice (shm_owners.c), so a dead id never
+//   comes back to life.
+// - I2 (no lost wake-up). A sleeper's node is published while the word
+//   holds `v | WAITERS` with `v`'s holder alive; a release after that sees
+//   WAITERS and notifies (the list's value check covers a release between
+//   the sleeper's look and its node: it returns 'not-equal').
+// - I3 (a woken waiter passes the wake on). A waiter that leaves without
+//   the lock (timeout, abort, its worker's end) wakes another if the word
+//   is free with WAITERS set; a promise waiter's env does so at its end
+//   (binding_shm.c: a poke).
+// - I4 (owner death wakes the sleepers). Before it sleeps, a waiter has
+//   this process watch the holder's process and those of the word's other
+//   waiters (a thread blocked on each one's liveness byte, shm_owners.c),
+//   then looks at the holder's liveness once more (a death before the
+//   watch is seen there, one after it is the watcher's), having read the
+//   file's poke counter before its first look (a poke whose scan missed
+//   its node, not yet published, is seen when it publishes);
+//   a death pokes every lock waiter of the file (and a thread's end in a
+//   live process pokes it from its cleanup hook), which looks at the word
+//   again: a dead holder is taken over (DIED), a free word taken. So a
+//   holder killed with waiters hands the lock to one of them with
+//   ownerDied, and one killed without waiters to the next acquirer.
+// - I5 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
+//   their event loop; wakes come from notify, death and thread end only
+//   (a blocking wait's 10 ms slices for the termination probe aside).
+//
+// Not built: the FIFO mode (`fifo: true` is refused), the holder's slice
+// and hand-off (a waiter competes with bargers; no bound on its wait), and
+// the ordering of one thread's promise requests among themselves.
+
+const { SharedSlot } = require('./SharedSlot')
+const gate = require('./gate')
+const native = require('./native')
+const shmWait = require('./shmWait')
+const { readSyncOptions, readAsyncOptions } = require('./validate')
+const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
+
+const { RESULT_INTERRUPTED } = native.constants
+const ID = 0x1fffffff
+const WAITERS = 1 << 29
+const DIED = 1 << 30
+
+const { compareExchange, load } = Atomics
+
+// For the tests only: a pause between a waiter's look at the holder and its
+// watch (THREADLOCK_SHM_TEST_LOOK_DELAY_MS), the window in which the holder
+// may die unwatched.
+const LOOK_DELAY_MS = Number(process.env.THREADLOCK_SHM_TEST_LOOK_DELAY_MS) || 0
+
+// Numbers the holds of this thread (for the release functions).
+let holds = 0
+
+// What lib/ConditionVariable.js asks of a lock here (as it asks the
+// in-process lock through AsyncLock.js's holdOf / resumeHold): whether this
+// thread holds it, whether this object has promise requests waiting, and
+// the caller's hold, which a condition-variable wait keeps across its
+// release and retake.
+const HELD = Symbol('held')
+const QUEUED = Symbol('queued')
+const HOLD = Symbol('hold')
+const RESUME = Symbol('resume')
+
+class ShmLock extends SharedSlot {
+  #i32
+  #me
+  #hold = 0
+  // The value #try last saw held by another.
+  #seen = 0
+  // Promise requests of this object waiting.
+  #queued = 0
+  #release = Object.assign((hold) => {
+    if (hold === this.#hold) this.unlock()
+  }, { hold: () => this.#hold })
+
+  constructor (buffer, byteOffset) {
+    super({ type: 'AsyncLock', words: 1, shm: true }, [buffer, byteOffset])
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#me = native.shmOwnerId(this.#i32)
+  }
+
+  [HELD] () { return (load(this.#i32, 0) & ID) === this.#me }
+  [QUEUED] () { return this.#queued !== 0 }
+  [HOLD] () { return this.#hold }
+  [RESUME] (hold) { if (hold !== 0) this.#hold = hold }
+
+  get handle () { return { type: 'AsyncLock', buffer: this.buffer, byteOffset: this.byteOffset, fifo: false } }
+  get fifo () { return false }
+  get locked () { return (load(this.#i32, 0) & ID) !== 0 }
+
+  /** The holder's owner id in the file (unique across processes), or null. */
+  get owner () {
+    const id = load(this.#i32, 0) & ID
+    return id === 0 ? null : id
+  }
+
+  /** Requests (blocking and promise, every process) sleeping on the lock. */
+  get waiting () { return native.waiterCount(this.#i32, 0) }
+
+  get ownerDied () {
+    const v = load(this.#i32, 0)
+    const id = v & ID
+    return id !== 0 && ((v & DIED) !== 0 || !native.shmOwnerAlive(this.#i32, id))
+  }
+
+  // One attempt: whether the previous owner died (taken), or undefined
+  // (held by a live thread: #seen holds the value).
+  #try (slept) {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      const id = v & ID
+      let next
+      if (id === 0) next = this.#me | (v & WAITERS) | (slept ? WAITERS : 0)
+      else if (id !== this.#me && !native.shmOwnerAlive(this.#i32, id)) next = this.#me | (v & WAITERS) | DIED
+      else {
+        this.#seen = v
+        return undefined
+      }
+      if (compareExchange(this.#i32, 0, v, next) === v) {
+        this.#hold = ++holds
+        return (next & DIED) !== 0
+      }
+    }
+  }
+
+  // Sets WAITERS on the held value #seen and has this process watch the
+  // deaths that matter (I4). Returns the value to sleep on, or undefined
+  // when the word changed meanwhile or its holder died (try again).
+  #prepare () {
+    const v = this.#seen
+    const w = v | WAITERS
+    if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
+    if (LOOK_DELAY_MS > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, LOOK_DELAY_MS)
+    native.shmWatch(this.#i32, 0, v & ID)
+    // The holder's liveness again, now that its watcher is started (or was
+    // not, because it had died): a death before this look is seen here, one
+    // after it pokes (I4). Without this look, a holder that died between
+    // #try's look and the watch would be watched by nobody.
+    if (!native.shmOwnerAlive(this.#i32, v & ID)) return undefined
+    return w
+  }
+
+  // I3: a waiter that leaves without the lock wakes another if the word
+  // is free with waiters.
+  #passOn () {
+    const v = load(this.#i32, 0)
+    if ((v & ID) === 0 && (v & WAITERS) !== 0) native.notify(this.#i32, 0, 1)
+  }
+
+  #fast () {
+    if (compareExchange(this.#i32, 0, 0, this.#me) !== 0) return false
+    this.#hold = ++holds
+    return true
+  }
+
+  lock (options) {
+    if (options === undefined && this.#fast()) return
+    const timeout = readSyncOptions(options, 'AsyncLock.lock')
+    const deadline = gate.deadlineOf(timeout)
+    let slept = false
+    for (;;) {
+      // The poke counter before the holder's liveness is looked at: a death
+      // after that look wakes the wait below (src/host/shm_wait.c).
+      const pokes = native.shmPokes(this.#i32)
+      if (this.#try(slept) !== undefined) return
+      if ((this.#seen & ID) === this.#me) {
+        throw deadlockError('AsyncLock.lock', 'this thread holds the lock, so a blocking lock() would never return')
+      }
+      const left = gate.remaining(deadline)
+      if (left === 0) {
+        if (slept) this.#passOn()
+        throw timeoutError(timeout, 'AsyncLock.lock')
+      }
+      const w = this.#prepare()
+      if (w === undefined) continue
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
+      slept = true
+      if (r === RESULT_INTERRUPTED) {
+        this.#passOn()
+        stopTerminated('AsyncLock.lock')
+      }
+    }
+  }
+
+  tryLock () {
+    if (this.#fast()) return true
+    return this.#try(false) !== undefined
+  }
+
+  unlock () {
+    if (compareExchange(this.#i32, 0, this.#me, 0) === this.#me) {
+      this.#hold = 0
+      return
+    }
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & ID) !== this.#me) {
+        throw notOwnerError('AsyncLock.unlock', (v & ID) === 0
+          ? 'the lock is not held'
+          : 'the lock is held by another thread (of this or another process)')
+      }
+      if (compareExchange(this.#i32, 0, v, 0) === v) {
+        this.#hold = 0
+        if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, 1)
+        return
+      }
+    }
+  }
+
+  acquire (options) {
+    try {
+      return this.#acquire(options, 'AsyncLock.acquire')
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  #acquire (options, where) {
+    if (options === undefined && this.#fast()) return Promise.resolve(gate.makeRelease(this.#release, false))
+    const o = readAsyncOptions(options, where, true)
+    if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
+    const died = this.#try(false)
+    if (died !== undefined) return Promise.resolve(gate.makeRelease(this.#release, died))
+    if (!o.blocking) return Promise.reject(busyError(where))
+    if (o.timeout === 0) return Promise.reject(timeoutError(0, where))
+    this.#queued++
+    const p = this.#wait(o, where)
+    p.then(() => { this.#queued-- }, () => { this.#queued-- })
+    return p
+  }
+
+  async #wait (o, where) {
+    const deadline = gate.deadlineOf(o.timeout)
+    let slept = false
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const died = this.#try(slept)
+      if (died !== undefined) return gate.makeRelease(this.#release, died)
+      const left = gate.remaining(deadline)
+      if (left === 0) {
+        if (slept) this.#passOn()
+        throw timeoutError(o.timeout, where)
+      }
+      const w = this.#prepare()
+      if (w === undefined) continue
+      let r
+      try {
+        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
+        if (typeof r !== 'number') r = await r
+      } catch (err) {
+        this.#passOn()
+        throw err
+      }
+      slept = true
+      if (r === 'timed-out') {
+        this.#passOn()
+        throw timeoutError(o.timeout, where)
+      }
+    }
+  }
+
+  runExclusive (callback, options) {
+    try {
+      return gate.runHolding(callback, 'AsyncLock.runExclusive', () => this.#acquire(options, 'AsyncLock.runExclusive'))
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  executeLocked (f) {
+    try {
+      return gate.runHolding(f, 'AsyncLock.executeLocked', () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+}
+
+module.exports = { ShmLock, HELD, QUEUED, HOLD, RESUME }
