@@ -73,6 +73,28 @@ function child (body, dir) {
   })
 }
 
+// The next line a child says after its first.
+function next (c) {
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const on = (d) => {
+      out += d
+      if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+    }
+    c.stdout.on('data', on)
+    c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+  })
+}
+
+// Polls `f` every 10 ms for up to 30 s.
+async function until (f, what) {
+  for (let k = 0; k < 3000; k++) {
+    if (f()) return
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
 function exited (c) {
   return new Promise((resolve) => {
     if (c.exitCode !== null || c.signalCode !== null) resolve()
@@ -446,23 +468,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const t0 = Date.now()
       const r = threadlock.wait(i, ${index}, 0, ${timeout})
       say(r + ' ' + (Date.now() - t0))`, dir)
-    // The next line a child says after its first.
-    const next = (c) => new Promise((resolve, reject) => {
-      let out = ''
-      const on = (d) => {
-        out += d
-        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
-      }
-      c.stdout.on('data', on)
-      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
-    })
-    const until = async (f, what) => {
-      for (let k = 0; k < 3000; k++) {
-        if (f()) return
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      throw new Error(`timed out waiting for ${what}`)
-    }
 
     it('notify counts the waiters it woke in every process (4 processes + a worker), oldest first', async () => {
       const i = new Int32Array(openSharedMemory('wn', { path: dir, size: 64 }))
@@ -598,23 +603,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
   })
 
   describe('waitAsync across processes (promise waiters in the file, woken through the doorbell)', () => {
-    // The next line a child says after its first.
-    const next = (c) => new Promise((resolve, reject) => {
-      let out = ''
-      const on = (d) => {
-        out += d
-        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
-      }
-      c.stdout.on('data', on)
-      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
-    })
-    const until = async (f, what) => {
-      for (let k = 0; k < 3000; k++) {
-        if (f()) return
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      throw new Error(`timed out waiting for ${what}`)
-    }
     // A child whose main thread waits with waitAsync(i, index, 0, timeout);
     // it says 'waiting' (with whether it waits) and then the result and
     // the milliseconds it took.
@@ -755,22 +743,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
   describe('AsyncLock across processes', () => {
     const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
     const ID = 0x1fffffff
-    const next = (c) => new Promise((resolve, reject) => {
-      let out = ''
-      const on = (d) => {
-        out += d
-        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
-      }
-      c.stdout.on('data', on)
-      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
-    })
-    const until = async (f, what) => {
-      for (let k = 0; k < 3000; k++) {
-        if (f()) return
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      throw new Error(`timed out waiting for ${what}`)
-    }
     const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
     // A child that takes the lock at byte 0 of `name` and says its owner id
     // once it holds it; it releases it when a line comes on its stdin
@@ -1092,22 +1064,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
   })
 
   describe('Semaphore across processes', () => {
-    const next = (c) => new Promise((resolve, reject) => {
-      let out = ''
-      const on = (d) => {
-        out += d
-        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
-      }
-      c.stdout.on('data', on)
-      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
-    })
-    const until = async (f, what) => {
-      for (let k = 0; k < 3000; k++) {
-        if (f()) return
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      throw new Error(`timed out waiting for ${what}`)
-    }
     const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
 
     it('never more than n permits out: 4 processes (and a worker) x every API, opened with from(); the count ends exact', async () => {
@@ -1207,22 +1163,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
   })
 
   describe('Barrier and CountDownLatch across processes', () => {
-    const next = (c) => new Promise((resolve, reject) => {
-      let out = ''
-      const on = (d) => {
-        out += d
-        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
-      }
-      c.stdout.on('data', on)
-      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
-    })
-    const until = async (f, what) => {
-      for (let k = 0; k < 3000; k++) {
-        if (f()) return
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      throw new Error(`timed out waiting for ${what}`)
-    }
 
     it('Barrier: 4 processes x 30 phases (blocking and promise forms), nobody passes a phase before all arrived, one true per phase', async () => {
       const PHASES = 30
@@ -1283,22 +1223,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
   })
 
   describe('ConditionVariable with an AsyncLock across processes', () => {
-    const next = (c) => new Promise((resolve, reject) => {
-      let out = ''
-      const on = (d) => {
-        out += d
-        if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
-      }
-      c.stdout.on('data', on)
-      c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
-    })
-    const until = async (f, what) => {
-      for (let k = 0; k < 3000; k++) {
-        if (f()) return
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-      throw new Error(`timed out waiting for ${what}`)
-    }
 
     it('consumers in 3 processes (waitSync and wait) wake holding the lock when this process notifies under it; notify counts them; timeouts return holding the lock', async () => {
       const b = openSharedMemory('cv', { path: dir, size: 64 })
