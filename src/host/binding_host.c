@@ -236,14 +236,34 @@ out:
   return rc;
 }
 
+/* Called with the process lock, which it lets go: an attachment or bell
+ * whose flag `shared` says the process helper serves it no longer needs
+ * it; the helper, if this was the last one it served, is retired and
+ * joined (it needs the process lock to see that it must end, so it is
+ * joined with the lock let go). */
+static void
+tl__proc_unshare(int *shared)
+{
+  tl_hp_thread_t *retired = NULL;
+
+  if (*shared && --tl__proc.shared == 0 && tl__proc.thread != NULL) {
+    retired = tl__proc.thread;
+    tl__proc.thread = NULL;
+    tl__proc.gen++;
+  }
+  *shared = 0;
+  tl__proc_changed();
+  tl__hp_process_unlock();
+  if (retired != NULL)
+    tl__hp_thread_join(retired);
+}
+
 /* Takes an attachment out of the list; its helper (its own, or the
  * process helper if it was the last one served) is joined before this
  * returns. JS thread; the attachment is in the list. */
 static void
 tl__proc_remove(tl_hostref_t *r)
 {
-  tl_hp_thread_t *retired = NULL;
-
   tl__hp_process_lock();
   for (tl_hostref_t **p = &tl__proc.list; *p != NULL; p = &(*p)->next) {
     if (*p == r) {
@@ -252,18 +272,7 @@ tl__proc_remove(tl_hostref_t *r)
     }
   }
   r->next = NULL;
-  if (r->shared && --tl__proc.shared == 0 && tl__proc.thread != NULL) {
-    retired = tl__proc.thread;
-    tl__proc.thread = NULL;
-    tl__proc.gen++;
-  }
-  r->shared = 0;
-  tl__proc_changed();
-  tl__hp_process_unlock();
-  /* The retired helper needs the process lock to see that it must end:
-   * joined with the lock let go. */
-  if (retired != NULL)
-    tl__hp_thread_join(retired);
+  tl__proc_unshare(&r->shared);
   if (r->helper != NULL) {
     tl_host_doorbell_stop(r->h);
     tl__hp_thread_join(r->helper);
@@ -353,8 +362,6 @@ out:
 void
 tl__bell_remove(tl_bell_t *b)
 {
-  tl_hp_thread_t *retired = NULL;
-
   tl__hp_process_lock();
   for (tl_bell_t **p = &tl__proc.bells; *p != NULL; p = &(*p)->next) {
     if (*p == b) {
@@ -363,16 +370,7 @@ tl__bell_remove(tl_bell_t *b)
     }
   }
   b->next = NULL;
-  if (b->shared && --tl__proc.shared == 0 && tl__proc.thread != NULL) {
-    retired = tl__proc.thread;
-    tl__proc.thread = NULL;
-    tl__proc.gen++;
-  }
-  b->shared = 0;
-  tl__proc_changed();
-  tl__hp_process_unlock();
-  if (retired != NULL)
-    tl__hp_thread_join(retired);
+  tl__proc_unshare(&b->shared);
   tl__bell_stop(b);
 }
 
