@@ -265,7 +265,9 @@ function runNode (name, args, options = {}) {
   // With binfmt_misc the binary runs directly, and so do the child
   // processes it spawns (process.execPath). No QEMU_LD_PREFIX: the copy
   // finds the arm64 C library by itself (sysrootNode).
-  const env = { ...process.env, ...options.env }
+  // THREADLOCK_TEST_QEMU tells the tests that the node is emulated
+  // (qemu-user has no futex_waitv, whatever the kernel has).
+  const env = { ...process.env, THREADLOCK_TEST_QEMU: '1', ...options.env }
   delete env.QEMU_LD_PREFIX
   const [file, argv] = binfmtArm64()
     ? [node, args]

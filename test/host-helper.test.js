@@ -42,12 +42,13 @@ function run (scenario, dirs, env = {}) {
 
 const dirs = (n) => Array.from({ length: n }, () => scopeDir())
 
-// futex_waitv is in Linux 5.16 and later, but not in qemu-user (whose
-// runs, .ci/cross.sh's arm64 suite, set QEMU_LD_PREFIX): there, and with
-// THREADLOCK_HOST_TEST_NO_WAITV, each manager has a helper of its own.
+// futex_waitv is in Linux 5.16 and later, but not in qemu-user (.ci/cross.sh's
+// arm64 suite, which scripts/cross.js marks with THREADLOCK_TEST_QEMU):
+// there, and with THREADLOCK_HOST_TEST_NO_WAITV, each manager has a helper
+// of its own.
 function kernelHasWaitv () {
   const [major, minor] = os.release().split('.').map(Number)
-  return (major > 5 || (major === 5 && minor >= 16)) && !process.env.QEMU_LD_PREFIX
+  return (major > 5 || (major === 5 && minor >= 16)) && !process.env.THREADLOCK_TEST_QEMU
 }
 
 function modes () {

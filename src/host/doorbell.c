@@ -59,6 +59,13 @@ tl_host_doorbell_check(tl_host_t *h, uint32_t *seen)
   return 1;
 }
 
+/* How long a manager's own helper (no futex_waitv) sleeps on its doorbell
+ * at most before it looks again: the bound on how late it sees `stopping`
+ * when the table was truncated under the process and could not be rung
+ * (tl_host_doorbell_stop), and on how late it notices such a table. One
+ * wake a second of an idle helper costs nothing measurable. */
+#define TL_DOORBELL_SLICE_MS 1000
+
 int
 tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
 {
@@ -70,7 +77,7 @@ tl_host_doorbell_wait(tl_host_t *h, uint32_t *seen)
     int c = tl_host_doorbell_check(h, seen);
     if (c != 0)
       return c > 0 ? 0 : -2;
-    tl__hp_wait(d, *seen, -1);
+    tl__hp_wait(d, *seen, TL_DOORBELL_SLICE_MS);
   }
 }
 
@@ -78,5 +85,9 @@ void
 tl_host_doorbell_stop(tl_host_t *h)
 {
   atomic_store(&h->stopping, 1);
-  tl__doorbell_ring(h, h->slot);
+  /* Ringing writes into the table, which faults with SIGBUS once the file
+   * has shrunk under the mapping: rung only while the table is whole;
+   * otherwise the helper sees `stopping` when its sleep's slice ends. */
+  if (tl__table_ok(h) == 0)
+    tl__doorbell_ring(h, h->slot);
 }
