@@ -64,6 +64,9 @@ function parseSyncRequest (name, options) {
  * exists only while the user has a session, so it is not used either.
  */
 function defaultPath () {
+  // Where there is no effective user id (Windows), threadlock/host is not
+  // supported and createLockManager says so (ENOTSUP) right after this.
+  if (typeof process.geteuid !== 'function') return path.join(require('os').tmpdir(), 'threadlock')
   return `/tmp/threadlock-${process.geteuid()}`
 }
 
