@@ -238,11 +238,7 @@ class ShmLock extends SharedSlot {
   }
 
   acquire (options) {
-    try {
-      return this.#acquire(options, 'AsyncLock.acquire')
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    return gate.rejecting(() => this.#acquire(options, 'AsyncLock.acquire'))
   }
 
   #acquire (options, where) {
@@ -290,19 +286,11 @@ class ShmLock extends SharedSlot {
   }
 
   runExclusive (callback, options) {
-    try {
-      return gate.runHolding(callback, 'AsyncLock.runExclusive', () => this.#acquire(options, 'AsyncLock.runExclusive'))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    return gate.rejecting(() => gate.runHolding(callback, 'AsyncLock.runExclusive', () => this.#acquire(options, 'AsyncLock.runExclusive')))
   }
 
   executeLocked (f) {
-    try {
-      return gate.runHolding(f, 'AsyncLock.executeLocked', () => this.#acquire(undefined, 'AsyncLock.executeLocked'))
-    } catch (err) {
-      return Promise.reject(err)
-    }
+    return gate.rejecting(() => gate.runHolding(f, 'AsyncLock.executeLocked', () => this.#acquire(undefined, 'AsyncLock.executeLocked')))
   }
 }
 
