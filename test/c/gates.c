@@ -97,11 +97,17 @@ requester_join(requester_t *r)
 /* Queues r[0], a request with a short timeout that is to leave by timing
  * out, and r[1] behind it, which holds what it gets until joined. Returns
  * once both were seen queued. If r[0] timed out before that (a loaded
- * machine), cleans up and tries again with a longer timeout. */
+ * machine), cleans up and tries again with a longer timeout: r[1], if it
+ * started, gets what it asked for once r[0] has left (a reader, when only
+ * readers hold the word) or once the permits it asked for are released
+ * here (a semaphore request, on a word with none), and the word is then
+ * put back as it was. */
 static void
 start_timed_pair(requester_t r[2], int32_t *word, int gate0, uint32_t id0,
                  uint32_t amount0, int gate1, uint32_t id1, uint32_t amount1)
 {
+  int32_t before = atomic_load(WORD(word));
+
   for (double timeout = 30;; timeout *= 2) {
     int ok;
 
@@ -113,8 +119,11 @@ start_timed_pair(requester_t r[2], int32_t *word, int gate0, uint32_t id0,
       return;
     ASSERT_EQ(requester_join(&r[0]), TL_RESULT_TIMED_OUT);
     if (ok) {
+      if (gate1 == TL_GATE_SEM)
+        ASSERT_OK(tl_gate_release(word, TL_GATE_SEM, 0, amount1));
       WAIT_UNTIL(atomic_load(&r[1].holding));
       ASSERT_EQ(requester_join(&r[1]), TL_RESULT_ACQUIRED);
+      atomic_store(WORD(word), before);
     }
   }
 }
