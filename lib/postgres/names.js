@@ -24,7 +24,7 @@ const { prepare } = require('./session')
 const CACHE_LIMIT = 10000
 
 // How far the durable mark of fencing tokens moves ahead at a time: one
-// durable commit per BLOCK grants (see NameTable.token()).
+// durable commit per BLOCK grants (see NameTable.coveredToken()).
 const BLOCK = 10000n
 
 // The marker (lo, hi) each connection last read, by its pg.Client (see
@@ -66,10 +66,12 @@ class NameTable {
     this.oid = null
     // The table's claim of its namespace, its comment (see #create).
     this.claim = `threadlock/postgres: the lock names of namespace ${namespace}`
-    // The fencing tokens' sequence and its unlogged marker (see token()).
+    // The fencing tokens' sequence and its unlogged marker (see
+    // coveredToken()).
     this.sequence = quoteIdent(`${table}_tokens`)
     this.live = quoteIdent(`${table}_live`)
-    // The statements of a grant, by mode (see lockStatements()), made once.
+    // The statements of a grant, by mode (see #statements()), made once,
+    // and the one that reads the marker (see coveredToken()).
     this.statements = {
       exclusive: this.#statements('exclusive'),
       shared: this.#statements('shared')
@@ -332,7 +334,8 @@ class NameTable {
     // The subquery takes the lock (OFFSET 0 keeps it a subquery of its
     // own), and only its row makes the outer list run nextval(): the token
     // is taken once the lock is granted. The marker that says whether the
-    // value is a safe token is read apart, once per connection (token()).
+    // value is a safe token is read apart, once per connection
+    // (coveredToken()).
     return {
       lock: prepare(`SELECT nextval('${seq}') AS n FROM (SELECT ${fn}($1::int4, t.key) ${from}) g`),
       try: prepare(`SELECT g.ok, CASE WHEN g.ok THEN nextval('${seq}') END AS n

@@ -80,8 +80,8 @@ const LIVENESS_WAIT_MS = 5000
  * once (the SessionError ELOCKLOST, or the reason given to end()), and the
  * AbortSignal of the lock held on the session (lock.signal) is made only
  * when it is first read, aborted with the reason if it came first: most
- * callbacks never read it, and an AbortController per grant was a tenth of
- * the manager's own work per grant. Each lend makes a new lease, so a lock
+ * callbacks never read it, and making an AbortController and its signal
+ * was 6% of the manager's own time per grant in a profile. Each lend makes a new lease, so a lock
  * released long ago never sees the loss of a later holder of the session.
  */
 class Lease {
