@@ -171,10 +171,10 @@ class NameTable {
 
   // The objects of the fencing tokens (see coveredToken()): the sequence,
   // unlogged from PostgreSQL 15 on (it then writes no WAL), the unlogged
-  // marker, and the durable high mark, a row of the name table with an empty digest
-  // (no name has one) whose `fence` is the mark. A table made by an
-  // earlier version, which kept a counter per name in `fence`, starts the
-  // mark above all of them; a new mark row empties the marker.
+  // marker, and the durable high mark, a row of the name table with an
+  // empty digest (no name has one) whose `fence` is the mark. A table made
+  // by an earlier version, which kept a counter per name in `fence`,
+  // starts the mark above all of them; a new mark row empties the marker.
   async #createTokens (client, version) {
     // Created only when missing, so that a role without CREATE on the
     // schema can use objects an administrator made.
