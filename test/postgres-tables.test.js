@@ -217,6 +217,30 @@ describe('threadlock/postgres: fencing tokens in blocks', function () {
     assert.ok(next[9] <= hi, `token ${next[9]} above the marker's ${hi}`)
   })
 
+  it('a connection whose marker another connection moved on reads it again: its grants go on, with increasing tokens under the marker', async () => {
+    const start = await grants(1)
+    // A block that runs out after 3 more values, read by both managers'
+    // new connections.
+    await pool.query(`UPDATE ${table}_live SET hi = $1::int8`, [String(start[0] + 3n)])
+    await reconnect()
+    const other = createLockManager(config(), { table, namespace })
+    try {
+      const tokens = [...start]
+      tokens.push(await other.request('a', (lock) => lock.token))
+      // m runs the block out and moves the mark on once.
+      tokens.push(...await grants(5))
+      const moved = await mark()
+      const [[, hi]] = await marker()
+      // `other` still knows the old marker: its next values are above it.
+      for (let i = 0; i < 3; i++) tokens.push(await other.request('b', (lock) => lock.token))
+      assert.ok(increasing(tokens), tokens.join(' '))
+      assert.ok(tokens.at(-1) <= hi, `token ${tokens.at(-1)} above the marker's ${hi}`)
+      assert.strictEqual(await mark(), moved, 'the mark moved again: a connection took a block it did not need')
+    } finally {
+      await other.close()
+    }
+  })
+
   it('what a crash leaves (the unlogged marker emptied, the sequence taken back): the next tokens are above every earlier one', async () => {
     const before = await grants(5)
     await pool.query(`TRUNCATE ${table}_live`)
