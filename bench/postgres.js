@@ -5,10 +5,13 @@
 // measures, each as the median of several rounds that alternate which one
 // goes first, printed as a Markdown table with the manager's overhead as a
 // ratio against the raw loop of the same run:
-//   1. the latency of an uncontended request (lock, empty callback, unlock)
+//   1. the latency of an uncontended request (lock, empty callback, unlock),
+//      and the client's CPU per request (process.cpuUsage(), user + system)
 //   2. the hand-off: 2 processes taking one lock in turn, time per grant
 //   3. contended grants per second: 4 processes taking one lock in turn
-// The raw loop takes no fencing token; a third anchor (raw loop plus the
+// The ratios are also given round by round (median and range), and the
+// load average at the start and the end; an uncounted round of the
+// uncontended measure warms the code up first. The raw loop takes no fencing token; a third anchor (raw loop plus the
 // fencing counter's UPDATE) shows how much of the overhead that durable
 // write is.
 //
@@ -91,15 +94,19 @@ async function child (kind) {
   process.send({ n })
 }
 
+// Resolves with [µs per request + release, µs of this process's CPU (user
+// + system) per request + release].
 async function uncontended (kind) {
   const k = kinds[kind]
   const resource = await k.open()
   for (let i = 0; i < 20; i++) await k.once(resource)
+  const cpu0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   for (let i = 0; i < UNCONTENDED; i++) await k.once(resource)
   const us = Number(process.hrtime.bigint() - t0) / 1e3 / UNCONTENDED
+  const cpu = process.cpuUsage(cpu0)
   await k.close(resource)
-  return us
+  return [us, (cpu.user + cpu.system) / UNCONTENDED]
 }
 
 async function contended (kind, processes = PROCESSES) {
@@ -130,18 +137,27 @@ async function main () {
     await c.connect()
     const { rows: [{ v }] } = await c.query('SELECT version() AS v')
     await c.end()
-    console.log(`# threadlock/postgres, ${new Date().toISOString().slice(0, 10)}: ${v.split(' on ')[0]}, node ${process.version}, ${os.cpus().length} cores${QUICK ? ', --quick' : ''}\n`)
+    console.log(`# threadlock/postgres, ${new Date().toISOString().slice(0, 10)}: ${v.split(' on ')[0]}, node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg()[0].toFixed(1)} at the start${QUICK ? ', --quick' : ''}\n`)
   } catch (err) {
     console.log(`bench/postgres: skipped, no server at THREADLOCK_PG_URL (${err.message})`)
     return
   }
   const names = Object.keys(kinds)
   const lat = Object.fromEntries(names.map((n) => [n, []]))
+  const cpu = Object.fromEntries(names.map((n) => [n, []]))
   const rate = Object.fromEntries(names.map((n) => [n, []]))
   const hand = Object.fromEntries(names.map((n) => [n, []]))
+  // One uncounted round of the uncontended measure first: the first
+  // rounds of a fresh process run unoptimised code (the manager's more than
+  // the raw loop's) and took 2-3x the CPU per request of the later ones.
+  for (const n of names) await uncontended(n)
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 === 0 ? names : [...names].reverse()
-    for (const n of order) lat[n].push(await uncontended(n))
+    for (const n of order) {
+      const [us, cpuUs] = await uncontended(n)
+      lat[n].push(us)
+      cpu[n].push(cpuUs)
+    }
     // Two processes on one lock: the server's queue makes them alternate,
     // so each grant is a hand-off from the other process.
     for (const n of order) hand[n].push(1e6 / await contended(n, 2))
@@ -152,12 +168,22 @@ async function main () {
   const l = m(lat)
   const r = m(rate)
   const h = m(hand)
+  const c = m(cpu)
   const range = (o, n, digits) => `${Math.min(...o[n]).toFixed(digits)}-${Math.max(...o[n]).toFixed(digits)}`
   console.log('| measure | raw lock/unlock | raw + fence UPDATE | threadlock/postgres | manager / raw | manager / raw + fence |')
   console.log('|---|---|---|---|---|---|')
   console.log(`| uncontended request, µs (median of ${ROUNDS} x ${UNCONTENDED}; range) | ${l.raw.toFixed(0)} (${range(lat, 'raw', 0)}) | ${l['raw + fence'].toFixed(0)} | ${l.manager.toFixed(0)} (${range(lat, 'manager', 0)}) | ${(l.manager / l.raw).toFixed(2)}x | ${(l.manager / l['raw + fence']).toFixed(2)}x |`)
+  console.log(`| uncontended client CPU (user + system), µs per request (median; range) | ${c.raw.toFixed(0)} (${range(cpu, 'raw', 0)}) | ${c['raw + fence'].toFixed(0)} | ${c.manager.toFixed(0)} (${range(cpu, 'manager', 0)}) | ${(c.manager / c.raw).toFixed(2)}x | ${(c.manager / c['raw + fence']).toFixed(2)}x |`)
   console.log(`| hand-off, µs per grant, 2 processes (median of ${ROUNDS} x ${CONTENDED_MS} ms; range) | ${h.raw.toFixed(0)} (${range(hand, 'raw', 0)}) | ${h['raw + fence'].toFixed(0)} | ${h.manager.toFixed(0)} (${range(hand, 'manager', 0)}) | ${(h.manager / h.raw).toFixed(2)}x | ${(h.manager / h['raw + fence']).toFixed(2)}x |`)
   console.log(`| contended grants/s, ${PROCESSES} processes (median of ${ROUNDS} x ${CONTENDED_MS} ms; range) | ${r.raw.toFixed(0)} (${range(rate, 'raw', 0)}) | ${r['raw + fence'].toFixed(0)} | ${r.manager.toFixed(0)} (${range(rate, 'manager', 0)}) | ${(r.manager / r.raw).toFixed(2)}x of raw | ${(r.manager / r['raw + fence']).toFixed(2)}x |`)
+  // The same ratios round by round (each round runs both back to back, so
+  // a burst of load on the machine moves both sides of a round's ratio).
+  const paired = (o) => {
+    const ratios = o.raw.map((raw, i) => o.manager[i] / raw)
+    return `${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`
+  }
+  console.log(`\nmanager / raw round by round, median (range): uncontended ${paired(lat)}, client CPU ${paired(cpu)}, hand-off ${paired(hand)}, contended grants/s ${paired(rate)}`)
+  console.log(`load average ${os.loadavg()[0].toFixed(1)} at the end`)
 }
 
 main().catch((err) => {

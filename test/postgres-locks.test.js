@@ -270,6 +270,79 @@ describe('threadlock/postgres in one process', function () {
     })
   })
 
+  // lock.signal is made when it is first read, and the liveness queries
+  // run from one timer per manager: the states those shortcuts must keep.
+  describe('a held lock: its signal and liveness', function () {
+    /** The server process of the session holding `name` on `manager`. */
+    async function holderPid (manager, name) {
+      return Number((await manager.query()).held.find((l) => l.name === name).clientId)
+    }
+
+    it('a signal first read after its session was lost is aborted with the reason the request rejected with', async () => {
+      const name = unique('late-read')
+      let lock
+      const release = deferred()
+      const request = outcome(a.request(name, (l) => { lock = l; return release.promise }))
+      await until(() => lock !== undefined, 'granted', 10000)
+      await pool.query('SELECT pg_terminate_backend($1)', [await holderPid(a, name)])
+      // The server freed the lock: another client gets it.
+      await until(() => available(b, name), 'the lock is free after pg_terminate_backend', 10000)
+      release.resolve('done')
+      const r = await within(request, 10000, 'the request settled')
+      assert.strictEqual(r.error.code, 'ELOCKLOST')
+      assert.strictEqual(lock.signal.aborted, true)
+      assert.strictEqual(lock.signal.reason, r.error)
+      assert.strictEqual(lock.signal, lock.signal)
+    })
+
+    it("the loss of a session lent to a later request does not abort an earlier lock's signal, read or not", async () => {
+      // One connection: the second request runs on the session of the first.
+      const m = createLockManager(config(), { maxConnections: 1 })
+      try {
+        const first = await m.request(unique('first'), (l) => l)
+        const read = await m.request(unique('read'), (l) => { assert.strictEqual(l.signal.aborted, false); return l })
+        const name = unique('second')
+        const h = hold(m, name)
+        const second = await h.granted
+        await pool.query('SELECT pg_terminate_backend($1)', [await holderPid(m, name)])
+        await until(() => second.signal.aborted, "the second lock's signal aborted", 10000)
+        h.release()
+        assert.strictEqual((await h.settled).error.code, 'ELOCKLOST')
+        assert.strictEqual(first.signal.aborted, false)
+        assert.strictEqual(read.signal.aborted, false)
+      } finally {
+        await m.close()
+      }
+    })
+
+    it('every session that holds a lock is asked SELECT 1 once quiet for about 5 s, also after another lock of the manager was released', async function () {
+      this.timeout(60000)
+      const m = createLockManager(config())
+      try {
+        const names = [unique('live-x'), unique('live-y'), unique('live-z')]
+        const hs = names.map((n) => hold(m, n))
+        for (const h of hs) await h.granted
+        const pids = []
+        for (const n of names) pids.push(await holderPid(m, n))
+        // The first one goes: the others stay watched.
+        hs[0].release()
+        await hs[0].settled
+        const lastQuery = async (pid) => (await pool.query('SELECT query FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0].query
+        assert.notStrictEqual(await lastQuery(pids[1]), 'SELECT 1')
+        assert.notStrictEqual(await lastQuery(pids[2]), 'SELECT 1')
+        // Probed 4 to 5 s after the grant (a tick every second); generous
+        // bounds for a loaded machine.
+        await until(async () => (await lastQuery(pids[1])) === 'SELECT 1' && (await lastQuery(pids[2])) === 'SELECT 1',
+          'both holders asked SELECT 1', 20000)
+        for (const h of hs) h.release()
+        await Promise.all(hs.map((h) => h.settled))
+      } finally {
+        for (const h of holds) h.release()
+        await m.close()
+      }
+    })
+  })
+
   // threadlock's addition, as in threadlock.locks: Web Locks has only the
   // signal.
   describe('timeout', function () {

@@ -190,6 +190,15 @@ describe('threadlock/postgres: fencing tokens in blocks', function () {
     return tokens
   }
   const increasing = (tokens) => tokens.every((t, i) => i === 0 || t > tokens[i - 1])
+  // A connection reads the marker once and trusts it while it stays open
+  // (NameTable.coveredToken(): without a crash the marker only grows, and
+  // a crash ends every session). The marker is changed here by hand, as a
+  // crash or a block running out would leave it, so the manager's
+  // connections are ended too, as a crash ends them: a new manager.
+  const reconnect = async () => {
+    await m.close()
+    m = createLockManager(config(), { table, namespace })
+  }
 
   it('every token handed out is at most the durable mark, and the mark moves ahead when a block runs out', async () => {
     const first = await grants(5)
@@ -197,18 +206,46 @@ describe('threadlock/postgres: fencing tokens in blocks', function () {
     assert.ok(first[4] <= await mark())
     // A block that runs out after 3 more values.
     await pool.query(`UPDATE ${table}_live SET hi = $1::int8`, [String(first[4] + 3n)])
+    await reconnect()
     const next = await grants(10)
     assert.ok(increasing([...first, ...next]), [...first, ...next].join(' '))
     const durable = await mark()
     assert.ok(next[9] <= durable, `token ${next[9]} above the durable mark ${durable}`)
     const [[, hi]] = await marker()
     assert.ok(hi <= durable)
+    // The block ran out and was moved ahead, above every token handed out.
+    assert.ok(next[9] <= hi, `token ${next[9]} above the marker's ${hi}`)
+  })
+
+  it('a connection whose marker another connection moved on reads it again: its grants go on, with increasing tokens under the marker', async () => {
+    const start = await grants(1)
+    // A block that runs out after 3 more values, read by both managers'
+    // new connections.
+    await pool.query(`UPDATE ${table}_live SET hi = $1::int8`, [String(start[0] + 3n)])
+    await reconnect()
+    const other = createLockManager(config(), { table, namespace })
+    try {
+      const tokens = [...start]
+      tokens.push(await other.request('a', (lock) => lock.token))
+      // m runs the block out and moves the mark on once.
+      tokens.push(...await grants(5))
+      const moved = await mark()
+      const [[, hi]] = await marker()
+      // `other` still knows the old marker: its next values are above it.
+      for (let i = 0; i < 3; i++) tokens.push(await other.request('b', (lock) => lock.token))
+      assert.ok(increasing(tokens), tokens.join(' '))
+      assert.ok(tokens.at(-1) <= hi, `token ${tokens.at(-1)} above the marker's ${hi}`)
+      assert.strictEqual(await mark(), moved, 'the mark moved again: a connection took a block it did not need')
+    } finally {
+      await other.close()
+    }
   })
 
   it('what a crash leaves (the unlogged marker emptied, the sequence taken back): the next tokens are above every earlier one', async () => {
     const before = await grants(5)
     await pool.query(`TRUNCATE ${table}_live`)
     await pool.query(`SELECT setval('${table}_tokens', 1)`)
+    await reconnect()
     const after = await grants(5)
     assert.ok(increasing([...before, ...after]), [...before, ...after].join(' '))
     assert.ok(after[4] <= await mark())

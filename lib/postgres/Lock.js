@@ -8,12 +8,22 @@
 
 const { Grant, kGrant, defineAttributes } = require('../Grant')
 
-class Lock extends Grant {}
+class Lock extends Grant {
+  #lease
+  // The signal is the session lease's (Lease in session.js), made when it
+  // is first read: most callbacks never read it.
+  constructor (key, name, mode, token, lease) {
+    super(key, name, mode, token, undefined)
+    this.#lease = lease
+  }
+
+  get signal () { return this.#lease.signal() }
+}
 
 defineAttributes(Lock, 'Lock', ['name', 'mode', 'token', 'signal'])
 
-function createLock (name, mode, token, signal) {
-  return new Lock(kGrant, name, mode, token, signal)
+function createLock (name, mode, token, lease) {
+  return new Lock(kGrant, name, mode, token, lease)
 }
 
 module.exports = { Lock, createLock }

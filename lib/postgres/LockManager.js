@@ -12,8 +12,7 @@
 const { parseRequest, describe } = require('./options')
 const { requestTimer, timeoutRequestError } = require('../requestOptions')
 const { SessionError, codes, endsSession } = require('./errors')
-const { SQL } = require('./advisory')
-const { Session } = require('./session')
+const { Session, LIVENESS_EVERY_MS, LIVENESS_TICK_MS } = require('./session')
 const { Slots } = require('./slots')
 const { NameTable } = require('./names')
 const { createLock } = require('./Lock')
@@ -28,14 +27,54 @@ const HELD = 'held'
 // request before it goes back to the pool.
 const PARK_MS = 1000
 
+// A request: an entry of its name's queue, from request() until it settles.
+// Every field is the manager's (one thread); all are set here, so that
+// every request has one shape.
+class Request {
+  constructor (r, resolve, reject) {
+    this.name = r.name
+    this.mode = r.mode
+    this.ifAvailable = r.ifAvailable
+    this.ref = r.ref
+    this.signal = r.signal
+    this.timeout = r.timeout
+    this.callback = r.callback
+    this.resolve = resolve
+    this.reject = reject
+    this.state = LOCAL
+    // Set once it is out of its queue (granted and released, rejected).
+    this.done = false
+    // The session lent to it (from STARTING on), and the promise of its
+    // lock statement while that runs on the server (WAITING).
+    this.session = null
+    this.running = null
+    // Its place in the line for a slot (Slots.take()) when it had to wait
+    // for one, and whether it owns a slot.
+    this.ticket = null
+    this.slot = false
+    // The listener on `signal`, and the function that stops the timeout.
+    this.onAbort = null
+    this.stopTimer = null
+    // The cancel of its lock statement (Session.cancel()) after an abort.
+    this.cancelled = null
+  }
+}
+
 class LockManager {
   #pg
   #pool
   #ownPool
   #slots
   #queues = new Map()
-  #running = new Set()
+  // Requests started (#run) and not yet finished with their slot and
+  // session, and the promise close() waits on until that count is 0.
+  #active = 0
+  #drain = null
   #closed = false
+  // Sessions holding a lock, for the liveness tick (see #watch), and its
+  // timer, which runs while any is held.
+  #watched = []
+  #ticker = null
   // Clean sessions parked between requests, newest last, so that a request
   // need not take a connection from the pool and prepare it (see #park).
   #idle = []
@@ -59,26 +98,35 @@ class LockManager {
    * Requests the lock `name` and runs `callback(lock)` once it is granted
    * (or `callback(null)` with ifAvailable when it is not available now).
    */
-  async request (name, options, callback) {
-    const r = parseRequest(name, options, callback)
-    if (this.#closed) throw new SessionError(codes.ECLOSED, 'LockManager.request: the lock manager is closed')
-    if (r.signal !== undefined && r.signal.aborted) throw r.signal.reason
-    const queue = this.#queues.get(r.name) || []
-    if (r.ifAvailable && !grantableHere(queue, r.mode)) {
-      await null
-      return r.callback(null)
+  request (name, options, callback) {
+    // Not an async function: its promise would only pass on the one below,
+    // a few more promise jobs per request.
+    let r
+    try {
+      r = parseRequest(name, options, callback)
+      if (this.#closed) throw new SessionError(codes.ECLOSED, 'LockManager.request: the lock manager is closed')
+      if (r.signal !== undefined && r.signal.aborted) throw r.signal.reason
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    let queue = this.#queues.get(r.name)
+    if (r.ifAvailable && queue !== undefined && !grantableHere(queue, r.mode)) {
+      return Promise.resolve().then(() => r.callback(null))
+    }
+    if (queue === undefined) {
+      queue = []
+      this.#queues.set(r.name, queue)
     }
     return new Promise((resolve, reject) => {
-      const e = { ...r, state: LOCAL, done: false, resolve, reject, session: null, running: null }
+      const e = new Request(r, resolve, reject)
       if (r.signal !== undefined) {
         e.onAbort = () => this.#abort(e, r.signal.reason)
         r.signal.addEventListener('abort', e.onAbort, { once: true })
       }
       // The timeout runs from the request until the lock is held, through
       // every wait: here, for a session, and on the server.
-      e.stopTimer = requestTimer(r.timeout, () => this.#abort(e, timeoutRequestError(r)))
+      if (r.timeout !== Infinity) e.stopTimer = requestTimer(r.timeout, () => this.#abort(e, timeoutRequestError(r)))
       queue.push(e)
-      this.#queues.set(r.name, queue)
       this.#pump(r.name)
     })
   }
@@ -130,23 +178,41 @@ class LockManager {
         // The requests of those locks settle when their callbacks do; what
         // is left to wait for is their cleanup, which needs no server.
         this.#releaseParked()
+        this.#stopTicker()
         if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
         return
       }
     }
-    while (this.#running.size > 0) await Promise.allSettled([...this.#running])
+    await this.#drained()
     this.#releaseParked()
+    this.#stopTicker()
     if (this.#ownPool && !this.#pool.ended) await this.#pool.end()
+  }
+
+  // Resolves once no request is started (#active is 0).
+  #drained () {
+    if (this.#active === 0) return Promise.resolve()
+    if (this.#drain === null) {
+      let resolve
+      const promise = new Promise((_resolve) => { resolve = _resolve })
+      this.#drain = { promise, resolve }
+    }
+    return this.#drain.promise
+  }
+
+  // A started request is finished with its slot and session.
+  #finished () {
+    if (--this.#active === 0 && this.#drain !== null) {
+      this.#drain.resolve()
+      this.#drain = null
+    }
   }
 
   // Resolves with whether every request settled within `ms`.
   async #settledWithin (ms) {
     let timer
     const expired = new Promise((resolve) => { timer = setTimeout(resolve, ms, false) })
-    const settled = (async () => {
-      while (this.#running.size > 0) await Promise.allSettled([...this.#running])
-      return true
-    })()
+    const settled = this.#drained().then(() => true)
     try {
       return await Promise.race([settled, expired])
     } finally {
@@ -166,9 +232,8 @@ class LockManager {
       if (e.state === HELD) continue
       if (e.state === LOCAL) {
         e.state = STARTING
-        const run = this.#run(e)
-        this.#running.add(run)
-        run.finally(() => this.#running.delete(run))
+        this.#active++
+        this.#run(e)
       }
       return
     }
@@ -177,8 +242,8 @@ class LockManager {
   // Takes `e` out of its queue; the next request of its name may start.
   #retire (e) {
     e.done = true
-    e.stopTimer()
-    if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
+    if (e.stopTimer !== null) e.stopTimer()
+    if (e.onAbort !== null) e.signal.removeEventListener('abort', e.onAbort)
     const queue = this.#queues.get(e.name)
     const i = queue === undefined ? -1 : queue.indexOf(e)
     if (i !== -1) queue.splice(i, 1)
@@ -195,17 +260,22 @@ class LockManager {
     const running = e.running
     this.#retire(e)
     e.reject(reason)
-    if (e.ticket !== undefined) e.ticket.withdraw()
+    if (e.ticket !== null) e.ticket.withdraw()
     if (running !== null && e.state === WAITING) e.cancelled = session.cancel(running)
   }
 
   // One request from its start to its release. This function owns the
-  // request's slot and session and gives both back on every path.
+  // request's slot and session and gives both back on every path; it
+  // never rejects. The steps that need no server (a free slot, a parked
+  // session, a known key, a token the marker covers) run without a promise
+  // job between them.
   async #run (e) {
     let held = false
     try {
-      e.ticket = this.#slots.take()
-      if (!(await e.ticket.granted)) return
+      if (!this.#slots.tryTake()) {
+        e.ticket = this.#slots.take()
+        if (!(await e.ticket.granted)) return
+      }
       e.slot = true
       if (e.done) return
       e.session = this.#unpark()
@@ -213,47 +283,60 @@ class LockManager {
       else if (this.names.ready === null || this.names.oid === null) await this.#prepare(e.session)
       e.session.ref(e.ref)
       if (e.done) return
-      const key = await this.names.keyOf(e.session.client, e.name)
-      if (e.done) return
-      const sql = SQL[e.mode]
-      const take = this.names.lockStatements(e.mode)
-      let granted
+      const session = e.session
+      let key = this.names.cachedKey(e.name)
+      if (key === undefined) {
+        key = await this.names.keyOf(session.client, e.name)
+        if (e.done) return
+      }
+      const statements = this.names.statements[e.mode]
       const oid = this.names.oid
+      let rows
       if (e.ifAvailable) {
-        const rows = await e.session.run(take.try, [this.namespace, key, oid])
+        rows = await session.run(statements.try, [this.namespace, key, oid])
         if (rows.length === 0) throw this.#recreated(e)
-        granted = rows[0]
-        if (!granted.ok) {
+        if (!rows[0].ok) {
           this.#retire(e)
           settle(e, () => e.callback(null))
           return
         }
       } else {
         e.state = WAITING
-        e.running = e.session.run(take.lock, [this.namespace, key, oid])
-        const rows = await e.running
+        e.running = session.run(statements.lock, [this.namespace, key, oid])
+        rows = await e.running
         e.running = null
         if (rows.length === 0) throw this.#recreated(e)
-        granted = rows[0]
       }
       held = true
       if (e.done) return
-      const token = await this.names.token(e.session.client, granted)
-      if (e.done) return
+      session.heardAt = Date.now()
+      let token = this.names.coveredToken(session.client, rows[0].n)
+      if (token === undefined) {
+        token = await this.names.token(session.client, rows[0].n)
+        if (e.done) return
+      }
       e.state = HELD
-      e.stopTimer()
-      if (e.onAbort !== undefined) e.signal.removeEventListener('abort', e.onAbort)
+      if (e.stopTimer !== null) e.stopTimer()
+      if (e.onAbort !== null) e.signal.removeEventListener('abort', e.onAbort)
       this.#pump(e.name)
-      e.session.watch()
-      const outcome = await run(e.callback, createLock(e.name, e.mode, token, e.session.lost))
-      e.session.unwatch()
+      this.#watch(session)
+      const lease = session.lease
+      let ok = true
+      let value
+      try {
+        value = await e.callback(createLock(e.name, e.mode, token, lease))
+      } catch (error) {
+        ok = false
+        value = error
+      }
+      this.#unwatch(session)
       // The lock is released before the request settles, as in Web Locks.
-      const lost = e.session.lost.aborted
-      if (!lost) held = !(await this.#unlock(e.session, sql.unlock, key))
+      const lost = lease.reason !== null
+      if (!lost) held = !(await this.#unlock(session, statements.unlock, key))
       this.#retire(e)
-      if (lost) e.reject(e.session.lost.reason)
-      else if (outcome.ok) e.resolve(outcome.value)
-      else e.reject(outcome.error)
+      if (lost) e.reject(lease.reason)
+      else if (ok) e.resolve(value)
+      else e.reject(value)
     } catch (err) {
       if (!e.done) {
         this.#retire(e)
@@ -261,14 +344,57 @@ class LockManager {
       }
       held = true
     } finally {
-      if (e.cancelled !== undefined) await e.cancelled
+      if (e.cancelled !== null) await e.cancelled
       if (e.session !== null) {
         // A session that holds (or may hold) a lock is ended, not reused.
-        if (held || e.session.lost.aborted || e.cancelled !== undefined) e.session.destroy()
+        if (held || e.session.lostReason !== null || e.cancelled !== null) e.session.destroy()
         else this.#park(e.session)
       }
       if (e.slot) this.#slots.give()
+      this.#finished()
     }
+  }
+
+  // Watches a session that holds a lock (see LIVENESS_EVERY_MS in
+  // session.js): one timer per manager ticks every LIVENESS_TICK_MS while
+  // any session is watched and probes those quiet for long enough, instead
+  // of a timer per grant. The list is an array with each session's index
+  // in it, so that adding and removing are O(1) without a Set's or Map's
+  // reallocation as it empties.
+  #watch (session) {
+    session.watchIndex = this.#watched.length
+    this.#watched.push(session)
+    if (this.#ticker === null) {
+      this.#ticker = setInterval(() => this.#tick(), LIVENESS_TICK_MS)
+      this.#ticker.unref()
+    }
+  }
+
+  #unwatch (session) {
+    const i = session.watchIndex
+    if (i === -1) return
+    const last = this.#watched.pop()
+    if (last !== session) {
+      this.#watched[i] = last
+      last.watchIndex = i
+    }
+    session.watchIndex = -1
+  }
+
+  #tick () {
+    if (this.#watched.length === 0) {
+      this.#stopTicker()
+      return
+    }
+    const quiet = Date.now() - (LIVENESS_EVERY_MS - LIVENESS_TICK_MS)
+    for (const session of this.#watched) {
+      if (!session.probing && session.heardAt <= quiet && !session.released && session.lostReason === null) session.probe()
+    }
+  }
+
+  #stopTicker () {
+    if (this.#ticker !== null) clearInterval(this.#ticker)
+    this.#ticker = null
   }
 
   // Parks a clean session for the next request. Bound: a session is
@@ -336,9 +462,9 @@ class LockManager {
   }
 
   // Releases a lock; resolves with whether the session is clean again.
-  async #unlock (session, sql, key) {
+  async #unlock (session, statement, key) {
     try {
-      const [{ ok }] = await session.run(sql, [this.namespace, key])
+      const [{ ok }] = await session.run(statement, [this.namespace, key])
       return ok === true
     } catch {
       return false
@@ -361,7 +487,7 @@ class LockManager {
       return new SessionError(codes.ETABLE,
         `LockManager.request: the name table ${this.names.table} is missing (dropped while in use?); lock ${JSON.stringify(e.name)} was not taken: ${err.message}`, { cause: err })
     }
-    if (e.session !== null && (e.session.lost.aborted || endsSession(err))) {
+    if (e.session !== null && (e.session.lostReason !== null || endsSession(err))) {
       return new SessionError(codes.EWAITLOST,
         `LockManager.request: the PostgreSQL session ended while requesting lock ${JSON.stringify(e.name)}: ${err.message}`, { cause: err })
     }
@@ -392,18 +518,13 @@ function grantableHere (queue, mode) {
   return true
 }
 
-// Runs a callback and resolves with its outcome once its promise settles.
-async function run (callback, lock) {
-  try {
-    return { ok: true, value: await callback(lock) }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
-
 // Settles a request with the outcome of `fn()` (an ifAvailable null callback).
-function settle (e, fn) {
-  run(fn).then((outcome) => outcome.ok ? e.resolve(outcome.value) : e.reject(outcome.error))
+async function settle (e, fn) {
+  try {
+    e.resolve(await fn())
+  } catch (error) {
+    e.reject(error)
+  }
 }
 
 Object.defineProperties(LockManager.prototype, {

@@ -18,12 +18,24 @@
 
 const crypto = require('crypto')
 const { SessionError, codes } = require('./errors')
+const { SQL } = require('./advisory')
+const { prepare } = require('./session')
 
 const CACHE_LIMIT = 10000
 
 // How far the durable mark of fencing tokens moves ahead at a time: one
-// durable commit per BLOCK grants (see NameTable.token()).
+// durable commit per BLOCK grants (see NameTable.coveredToken()).
 const BLOCK = 10000n
+
+// The marker (lo, hi) each connection last read, by its pg.Client (see
+// NameTable.coveredToken()); a client is one connection for its whole life.
+const markers = new WeakMap()
+
+// Whether the marker `client` last read covers the value `v` (a bigint).
+function covers (client, v) {
+  const marker = markers.get(client)
+  return marker !== undefined && v > marker.lo && v <= marker.hi
+}
 
 function quoteIdent (qualified) {
   return qualified.split('.').map((part) => `"${part}"`).join('.')
@@ -54,9 +66,17 @@ class NameTable {
     this.oid = null
     // The table's claim of its namespace, its comment (see #create).
     this.claim = `threadlock/postgres: the lock names of namespace ${namespace}`
-    // The fencing tokens' sequence and its unlogged marker (see token()).
+    // The fencing tokens' sequence and its unlogged marker (see
+    // coveredToken()).
     this.sequence = quoteIdent(`${table}_tokens`)
     this.live = quoteIdent(`${table}_live`)
+    // The statements of a grant, by mode (see #statements()), made once,
+    // and the one that reads the marker (see coveredToken()).
+    this.statements = {
+      exclusive: this.#statements('exclusive'),
+      shared: this.#statements('shared')
+    }
+    this.readMarker = prepare(`SELECT lo, hi FROM ${this.live}`)
   }
 
   /**
@@ -149,12 +169,12 @@ class NameTable {
     }
   }
 
-  // The objects of the fencing tokens (see token()): the sequence, unlogged
-  // from PostgreSQL 15 on (it then writes no WAL), the unlogged marker, and
-  // the durable high mark, a row of the name table with an empty digest
-  // (no name has one) whose `fence` is the mark. A table made by an
-  // earlier version, which kept a counter per name in `fence`, starts the
-  // mark above all of them; a new mark row empties the marker.
+  // The objects of the fencing tokens (see coveredToken()): the sequence,
+  // unlogged from PostgreSQL 15 on (it then writes no WAL), the unlogged
+  // marker, and the durable high mark, a row of the name table with an
+  // empty digest (no name has one) whose `fence` is the mark. A table made
+  // by an earlier version, which kept a counter per name in `fence`,
+  // starts the mark above all of them; a new mark row empties the marker.
   async #createTokens (client, version) {
     // Created only when missing, so that a role without CREATE on the
     // schema can use objects an administrator made.
@@ -170,8 +190,10 @@ class NameTable {
   }
 
   /**
-   * The fencing token of a grant, from the row of a lock statement
-   * ({ n, lo, hi }), on the session `client` that holds the lock.
+   * The fencing token of a grant whose lock statement took the value `n`
+   * (a string, or null) from the sequence, on `client`, which holds the
+   * lock, if the marker that client last read covers it; else undefined,
+   * and token() finds the token.
    *
    * Tokens come from one sequence per table, taken in the lock statement
    * after the lock is granted (the statement's subquery takes the lock
@@ -190,16 +212,42 @@ class NameTable {
    *      the durable mark, or to its own value if higher, with lo there:
    *      every later token is above every earlier one;
    *   3. the mark is moved BLOCK ahead at a time, so one durable commit
-   *      covers BLOCK grants, and a crash skips at most that many values.
+   *      covers BLOCK grants, and a crash skips at most that many values;
+   *   4. without a crash the marker only grows: hi moves up (#extend) and
+   *      lo changes only where no marker is visible (#extend after a crash,
+   *      #createTokens for a new mark row, whose table is new or lost its
+   *      mark);
+   *   5. a crash ends every session, so a connection that read the marker
+   *      and is still open when it takes a value has seen no crash in
+   *      between: by 4 the marker it read still holds, and a value in its
+   *      (lo, hi] is safe as if both had been read in one statement. The
+   *      marker is therefore read once per connection (cached by client,
+   *      which is one connection for its life) and again only when a value
+   *      falls outside it, instead of in every lock statement.
+   * A value read after the sequence in another statement is judged as
+   * safely: if the marker was set up after a crash between the two, its lo
+   * is at least the value (the set-up takes the sequence's last value).
    * The slow path runs under the advisory lock (namespace, 0), as table
    * creation does, so two sessions never move the mark at once.
    */
-  async token (client, row) {
+  coveredToken (client, n) {
+    if (n === null || !markers.has(client)) return undefined
+    const v = BigInt(n)
+    return covers(client, v) ? v : undefined
+  }
+
+  /** The fencing token of a grant that coveredToken() could not tell. */
+  async token (client, n) {
+    let v = n === null ? null : BigInt(n)
     for (let pass = 0; ; pass++) {
-      if (row.n !== null && row.lo !== null && BigInt(row.n) > BigInt(row.lo) && BigInt(row.n) <= BigInt(row.hi)) return BigInt(row.n)
+      const { rows } = await client.query({ name: this.readMarker.name, text: this.readMarker.text })
+      if (rows.length === 0) markers.delete(client)
+      else markers.set(client, { lo: BigInt(rows[0].lo), hi: BigInt(rows[0].hi) })
+      if (v !== null && covers(client, v)) return v
       if (pass === 5) throw new Error(`could not take a fencing token from ${this.sequence}`)
-      await this.#extend(client, row.n === null ? 0n : BigInt(row.n))
-      row = (await client.query(`SELECT nextval('${this.sequence.replace(/'/g, "''")}') AS n, v.lo, v.hi FROM (SELECT 1) x LEFT JOIN ${this.live} v ON true`)).rows[0]
+      await this.#extend(client, v === null ? 0n : v)
+      const { rows: [row] } = await client.query(`SELECT nextval('${this.sequence.replace(/'/g, "''")}') AS n`)
+      v = BigInt(row.n)
     }
   }
 
@@ -231,6 +279,11 @@ class NameTable {
       await client.query('ROLLBACK').catch(() => {})
       throw err
     }
+  }
+
+  /** The advisory-lock key of `name` if this manager knows it, else undefined. */
+  cachedKey (name) {
+    return this.keys.get(name)
   }
 
   /** Resolves with the advisory-lock key of `name`, adding it if missing. */
@@ -269,25 +322,25 @@ class NameTable {
     this.oid = null
   }
 
-  /**
-   * The statements that take the lock of a key, by mode: they take it only
-   * if the key's row is in the table this manager prepared (its OID), so
-   * that a key of a table dropped and created again (where it may belong
-   * to another name) is never locked; they return no row then.
-   */
-  lockStatements (mode) {
+  // The statements of a grant in `mode` (prepared statements, see
+  // Session.run): `lock` and `try` take the lock of a key only if the key's
+  // row is in the table this manager prepared (its OID), so that a key of
+  // a table dropped and created again (where it may belong to another name)
+  // is never locked; they return no row then. `unlock` releases it.
+  #statements (mode) {
     const fn = mode === 'shared' ? 'pg_advisory_lock_shared' : 'pg_advisory_lock'
     const from = `FROM ${this.table} t WHERE t.key = $2 AND t.tableoid = $3::oid OFFSET 0`
     const seq = this.sequence.replace(/'/g, "''")
     // The subquery takes the lock (OFFSET 0 keeps it a subquery of its
     // own), and only its row makes the outer list run nextval(): the token
-    // is taken once the lock is granted. The marker is read in the same
-    // statement, see token().
+    // is taken once the lock is granted. The marker that says whether the
+    // value is a safe token is read apart, once per connection
+    // (coveredToken()).
     return {
-      lock: `SELECT true AS ok, nextval('${seq}') AS n, v.lo, v.hi
-               FROM (SELECT ${fn}($1::int4, t.key) AS l ${from}) g LEFT JOIN ${this.live} v ON true`,
-      try: `SELECT g.ok, CASE WHEN g.ok THEN nextval('${seq}') END AS n, v.lo, v.hi
-              FROM (SELECT pg_try_${fn.slice(3)}($1::int4, t.key) AS ok ${from}) g LEFT JOIN ${this.live} v ON true`
+      lock: prepare(`SELECT nextval('${seq}') AS n FROM (SELECT ${fn}($1::int4, t.key) ${from}) g`),
+      try: prepare(`SELECT g.ok, CASE WHEN g.ok THEN nextval('${seq}') END AS n
+              FROM (SELECT pg_try_${fn.slice(3)}($1::int4, t.key) AS ok ${from}) g`),
+      unlock: prepare(SQL[mode].unlock)
     }
   }
 

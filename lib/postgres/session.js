@@ -56,18 +56,56 @@ const prepared = new WeakSet()
 const CANCEL_RETRY_MS = 250
 const CANCEL_GIVE_UP_MS = 10000
 
-// A session that holds a lock is asked `SELECT 1` every LIVENESS_EVERY_MS,
-// and counts as lost when an answer takes longer than LIVENESS_WAIT_MS.
-// Without it a holder cut off from the server (a network partition, a
-// half-open connection) would hear of it only through the client's TCP
-// keepalive, which a pool the user passes may not have and which takes
-// minutes with the system's probe interval, while the server ends the
-// session, and grants the lock to the next client, about a minute after
-// it last heard from it (the tcp_keepalives_* settings above: 30 s + 3 x
-// 10 s). The holder is told within LIVENESS_EVERY_MS + LIVENESS_WAIT_MS
-// (10 s) of its last exchange with the server, well before that.
+// A session that holds a lock is asked `SELECT 1` once it has been quiet
+// (no answer from the server) for LIVENESS_EVERY_MS, give or take a tick
+// of the manager's liveness timer (LockManager#tick, one timer per manager
+// every LIVENESS_TICK_MS rather than one per grant), and counts as lost
+// when an answer takes longer than LIVENESS_WAIT_MS. Without it a holder
+// cut off from the server (a network partition, a half-open connection)
+// would hear of it only through the client's TCP keepalive, which a pool
+// the user passes may not have and which takes minutes with the system's
+// probe interval, while the server ends the session, and grants the lock
+// to the next client, about a minute after it last heard from it (the
+// tcp_keepalives_* settings above: 30 s + 3 x 10 s). The holder is told
+// within LIVENESS_EVERY_MS + LIVENESS_WAIT_MS (10 s) of its last exchange
+// with the server, well before that: a tick probes a session quiet for
+// LIVENESS_EVERY_MS - LIVENESS_TICK_MS or more, so the probe leaves 4 to 5 s
+// after the last exchange.
 const LIVENESS_EVERY_MS = 5000
+const LIVENESS_TICK_MS = 1000
 const LIVENESS_WAIT_MS = 5000
+
+/**
+ * What a session lent to one request says about its loss: `reason` is set
+ * once (the SessionError ELOCKLOST, or the reason given to end()), and the
+ * AbortSignal of the lock held on the session (lock.signal) is made only
+ * when it is first read, aborted with the reason if it came first: most
+ * callbacks never read it, and making an AbortController and its signal
+ * was 6% of the manager's own time per grant in a profile. Each lend makes a new lease, so a lock
+ * released long ago never sees the loss of a later holder of the session.
+ */
+class Lease {
+  constructor () {
+    this.reason = null
+    this.controller = null
+  }
+
+  /** The lock's signal, made on first read. */
+  signal () {
+    if (this.controller === null) {
+      this.controller = new AbortController()
+      if (this.reason !== null) this.controller.abort(this.reason)
+    }
+    return this.controller.signal
+  }
+
+  /** Records the loss (the first reason counts) and aborts the signal if made. */
+  abort (reason) {
+    if (this.reason !== null) return
+    this.reason = reason
+    if (this.controller !== null) this.controller.abort(reason)
+  }
+}
 
 class Session {
   /**
@@ -90,7 +128,7 @@ class Session {
       }
     } catch (err) {
       session.destroy()
-      if (session.lost.aborted) throw session.lost.reason
+      if (session.lostReason !== null) throw session.lostReason
       if (err instanceof SessionError) throw err
       throw new SessionError(codes.ECONNECT, `LockManager.request: could not prepare a PostgreSQL session: ${err.message}`, { cause: err })
     }
@@ -100,14 +138,21 @@ class Session {
   constructor (manager, client) {
     this.manager = manager
     this.client = client
-    this.controller = new AbortController()
+    // Protected by the manager's thread, as every field: the lease of the
+    // request the session is lent to (a new one per lend).
+    this.lease = new Lease()
     this.released = false
     // Lent to a request (true) or parked in the manager between requests
     // (false, see LockManager#park); a parked session that fails is dead.
     this.lent = true
     this.dead = false
-    this.watching = false
-    this.beat = null
+    // Liveness (see LIVENESS_EVERY_MS): when the server last answered on
+    // this session while it held a lock (Date.now()), whether a probe is
+    // under way, and the session's index in the manager's list of watched
+    // sessions (-1 when not watched).
+    this.heardAt = 0
+    this.probing = false
+    this.watchIndex = -1
     // A connection error or its end while the session is lent out means
     // the session, and every lock it held, is gone. The listeners stay on
     // until the session is released, so an error never goes unheard (an
@@ -119,38 +164,31 @@ class Session {
   }
 
   /**
-   * Starts the liveness queries of a session that holds a lock (see
-   * LIVENESS_EVERY_MS); unwatch() stops them.
+   * Asks the server `SELECT 1` (see LIVENESS_EVERY_MS): an answer renews
+   * heardAt; no answer within LIVENESS_WAIT_MS, or an error, loses the
+   * session. Called by the manager's liveness tick for a session that holds
+   * a lock and has been quiet; a probe under way when the lock is released
+   * still counts.
    */
-  watch () {
-    this.watching = true
-    const beat = () => {
-      this.beat = null
-      if (!this.watching || this.released || this.lost.aborted) return
-      const timer = setTimeout(() => {
-        this.#lose(new Error(`no answer from the server to a liveness query within ${LIVENESS_WAIT_MS} ms`))
-        // The connection is of no use any more: end it, so that nothing
-        // waits on it.
-        const stream = this.client.connection && this.client.connection.stream
-        if (stream) stream.destroy()
-      }, LIVENESS_WAIT_MS)
-      timer.unref()
-      this.client.query('SELECT 1').then(() => {
-        clearTimeout(timer)
-        if (this.watching) this.beat = setTimeout(beat, LIVENESS_EVERY_MS).unref()
-      }, (err) => {
-        clearTimeout(timer)
-        this.#lose(err)
-      })
-    }
-    this.beat = setTimeout(beat, LIVENESS_EVERY_MS).unref()
-  }
-
-  /** Stops the liveness queries (one under way still counts). */
-  unwatch () {
-    this.watching = false
-    if (this.beat) clearTimeout(this.beat)
-    this.beat = null
+  probe () {
+    this.probing = true
+    const timer = setTimeout(() => {
+      this.#lose(new Error(`no answer from the server to a liveness query within ${LIVENESS_WAIT_MS} ms`))
+      // The connection is of no use any more: end it, so that nothing
+      // waits on it.
+      const stream = this.client.connection && this.client.connection.stream
+      if (stream) stream.destroy()
+    }, LIVENESS_WAIT_MS)
+    timer.unref()
+    this.client.query('SELECT 1').then(() => {
+      clearTimeout(timer)
+      this.probing = false
+      this.heardAt = Date.now()
+    }, (err) => {
+      clearTimeout(timer)
+      this.probing = false
+      this.#lose(err)
+    })
   }
 
   /**
@@ -159,16 +197,16 @@ class Session {
    * server.
    */
   end (reason) {
-    if (!this.released && !this.controller.signal.aborted) this.controller.abort(reason)
+    if (!this.released) this.lease.abort(reason)
     this.destroy()
   }
 
-  /** Aborts when the session ends while it is lent out. */
-  get lost () { return this.controller.signal }
+  /** Why the session ended while lent out, or null while it has not. */
+  get lostReason () { return this.lease.reason }
 
-  /** Lends a parked session to a new request, with a signal of its own. */
+  /** Lends a parked session to a new request, with a lease of its own. */
   lend () {
-    this.controller = new AbortController()
+    this.lease = new Lease()
     this.lent = true
   }
 
@@ -178,7 +216,6 @@ class Session {
    * it dead instead of aborting the signal of the lock it held last.
    */
   park () {
-    this.unwatch()
     this.lent = false
     this.ref(false)
   }
@@ -188,19 +225,37 @@ class Session {
       this.dead = true
       return
     }
-    if (this.released || this.controller.signal.aborted) return
-    const reason = new SessionError(codes.ELOCKLOST, `the PostgreSQL session ended: ${err.message}`, { cause: err })
-    this.controller.abort(reason)
+    if (this.released || this.lease.reason !== null) return
+    this.lease.abort(new SessionError(codes.ELOCKLOST, `the PostgreSQL session ended: ${err.message}`, { cause: err }))
   }
 
   /** The server process id of this session (pg_locks.pid). */
   get pid () { return this.client.processID }
 
-  /** Runs one statement and resolves with its rows. */
-  async run (text, values) {
-    // A named statement is parsed and planned once per connection.
-    const result = await this.client.query({ name: statementName(text), text, values })
-    return result.rows
+  /**
+   * Runs one named statement ({ name, text }, see prepare()) and resolves
+   * with its rows. A named statement is parsed and planned once per
+   * connection. It is passed to pg as a Query made from its text, with the
+   * name set on it, not as a configuration object: pg copies such an
+   * object through its property descriptors (Object.defineProperties),
+   * which took 10-20 us per statement here, as much as the rest of the
+   * manager's work per grant. A client without a Query class (not
+   * node-postgres's JavaScript client) gets the configuration object.
+   */
+  run (statement, values) {
+    const client = this.client
+    const Query = client.constructor.Query
+    if (typeof Query !== 'function') {
+      return client.query({ name: statement.name, text: statement.text, values }).then(rowsOf)
+    }
+    return new Promise((resolve, reject) => {
+      const query = new Query(statement.text, values)
+      query.name = statement.name
+      client.query(query, (err, result) => {
+        if (err) reject(err)
+        else resolve(result.rows)
+      })
+    })
   }
 
   /** Whether the socket keeps the process alive. */
@@ -224,7 +279,7 @@ class Session {
     const outcome = running.then(() => ({ ok: true }), (error) => ({ ok: false, error }))
     outcome.then(() => { settled = true })
     const started = Date.now()
-    while (!settled && !this.lost.aborted) {
+    while (!settled && this.lease.reason === null) {
       if (Date.now() - started > CANCEL_GIVE_UP_MS) break
       await sendCancel(this.manager.pg, this.client).catch(() => {})
       await Promise.race([outcome, delay(CANCEL_RETRY_MS)])
@@ -254,7 +309,6 @@ class Session {
   }
 
   #detach () {
-    this.unwatch()
     this.released = true
     this.client.removeListener('error', this.onError)
     this.client.removeListener('end', this.onEnd)
@@ -263,16 +317,17 @@ class Session {
 
 function ignore () {}
 
-const names = new Map()
+function rowsOf (result) {
+  return result.rows
+}
 
-/** The prepared statement name of `text`: threadlock_ and a digest of it. */
-function statementName (text) {
-  let name = names.get(text)
-  if (name === undefined) {
-    name = `threadlock_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`
-    if (names.size < 1000) names.set(text, name)
-  }
-  return name
+/**
+ * A statement for Session.run(): its text and its prepared statement name,
+ * threadlock_ and a digest of the text, made once per statement (the
+ * manager makes its statements when it is created) rather than per run.
+ */
+function prepare (text) {
+  return { name: `threadlock_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text }
 }
 
 function delay (ms) {
@@ -296,4 +351,4 @@ function sendCancel (pg, client) {
   })
 }
 
-module.exports = { Session }
+module.exports = { Session, prepare, LIVENESS_EVERY_MS, LIVENESS_TICK_MS }

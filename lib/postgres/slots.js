@@ -13,6 +13,18 @@ class Slots {
   }
 
   /**
+   * Takes a slot at once if one is free and nobody waits for one; returns
+   * whether it did (then the caller owns it and must give() it back).
+   */
+  tryTake () {
+    if (this.free > 0 && this.waiting.length === 0) {
+      this.free--
+      return true
+    }
+    return false
+  }
+
+  /**
    * Asks for a slot. Returns { granted, withdraw }: `granted` resolves with
    * true once the slot is taken, or with false if the ticket was withdrawn
    * first; withdraw() takes a waiting ticket out of the line and returns
