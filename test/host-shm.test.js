@@ -853,6 +853,26 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await exited(h.child)
     })
 
+    it('an abort that comes after a release woke a promise request but before the request ran (the lock taken again meanwhile) rejects it', async () => {
+      const b = openSharedMemory('ab', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      lock.lock()
+      const ac = new AbortController()
+      let settled = null
+      lock.acquire({ signal: ac.signal }).then((r) => { settled = 'granted'; r() }, (e) => { settled = e.name })
+      await until(() => lock.waiting === 1, 'the request to wait')
+      // Woken (its node notified), not yet run: the lock is taken again and
+      // the request aborted in the same turn.
+      lock.unlock()
+      lock.lock()
+      ac.abort()
+      await until(() => settled !== null, 'the aborted request to settle')
+      assert.strictEqual(settled, 'AbortError')
+      assert.strictEqual(lock.waiting, 0)
+      lock.unlock()
+      assert.strictEqual(lock.locked, false)
+    })
+
     it('a promise request with ref: false lets its process exit while it waits (and leaves no waiter); with ref: true the process waits for the grant', async () => {
       const h = await holder('rf')
       const b = openSharedMemory('rf', { path: dir, size: 64 })
