@@ -1526,29 +1526,30 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       }
     })
 
-    it('kill -9 of the writer: waiters of other processes (a blocking reader, a promise writer) get in and are told ownerDied, and so is the writer after readers that took over', async () => {
+    it('kill -9 of the writer: waiters of other processes (blocking readers of two processes, a promise writer) get in and are all told ownerDied, and so is the writer after readers that took over', async () => {
       const h = await holder('kw', 'write')
       const b = openSharedMemory('kw', { path: dir, size: 64 })
       const rw = new threadlock.RWLock(b, 0)
-      const r = await child(`const threadlock = require(${INDEX})
+      // Two readers of two processes wait behind it: each is told.
+      const [r, r2] = await Promise.all([0, 1].map(() => child(`const threadlock = require(${INDEX})
         const rw = new threadlock.RWLock(host.openSharedMemory('kw', { path: dir, size: 64 }), 0)
         say('waiting')
         say('read ' + rw.acquireReadSync())
-        process.stdin.on('data', () => { rw.releaseRead(); say('released') })`, dir)
-      await until(() => rw.waiting === 1, 'the blocking reader')
+        process.stdin.on('data', () => { rw.releaseRead(); say('released') })`, dir)))
+      await until(() => rw.waiting === 2, 'the blocking readers')
       assert.strictEqual(rw.ownerDied, false)
-      let said = next(r.child)
+      let said = [r, r2].map((k) => next(k.child))
       h.child.kill('SIGKILL')
       await exited(h.child)
-      assert.strictEqual(await said, 'read true')
-      assert.strictEqual(rw.readers, 1)
+      assert.deepStrictEqual(await Promise.all(said), ['read true', 'read true'])
+      assert.strictEqual(rw.readers, 2)
       assert.strictEqual(rw.ownerDied, true)
-      // A writer waits for that reader; it is told too.
+      // A writer waits for those readers; it is told too.
       const mine = rw.acquireWrite()
       await until(() => rw.waiting === 1, 'the promise writer')
-      said = next(r.child)
-      r.child.stdin.write('u\n')
-      assert.strictEqual(await said, 'released')
+      said = [r, r2].map((k) => next(k.child))
+      for (const k of [r, r2]) k.child.stdin.write('u\n')
+      assert.deepStrictEqual(await Promise.all(said), ['released', 'released'])
       let release = await mine
       assert.strictEqual(release.ownerDied, true)
       release()
@@ -1577,8 +1578,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       rw.releaseWrite()
       assert.strictEqual(rw.acquireWriteSync(), false)
       rw.releaseWrite()
-      r.child.stdin.end()
-      await exited(r.child)
+      for (const k of [r, r2]) k.child.stdin.end()
+      await Promise.all([r, r2].map((k) => exited(k.child)))
     })
 
     it('kill -9 of a process holding read locks: a waiting writer (blocking, of another process; promise, here) gets in with ownerDied, and the records are freed', async () => {

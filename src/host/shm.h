@@ -195,8 +195,9 @@ enum {
   TL_SHM_RW_NOTOWNER = 4 /* tl_shm_read_leave: the caller holds none */
 };
 /* One more read hold of the calling thread (owner id `owner`) on the word
- * at `word`, if no live writer is in the word: 0, 1 (it cleared a dead
- * writer's id from the word, setting DIED), TL_SHM_RW_BLOCKED,
+ * at `word`, if no live writer is in the word: 0, 1 (DIED is set: a holder
+ * died since a writer last released, e.g. the dead writer whose id this
+ * call cleared), TL_SHM_RW_BLOCKED,
  * TL_SHM_RW_DEADLK, TL_HOST_ENODES (every hold of the file in use),
  * TL_HOST_ECORRUPT. */
 int tl_shm_read_enter(tl_shm_join_t *j, char *base, void *word, uint32_t owner);

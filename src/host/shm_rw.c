@@ -213,7 +213,10 @@ tl_shm_read_enter(tl_shm_join_t *j, char *base, void *word, uint32_t owner)
     if (id == 0) {
       if (!fresh)
         atomic_store(&h->count, atomic_load(&h->count) + 1);
-      return died;
+      /* Every reader that enters while DIED is set is told, so that all
+       * the readers that waited behind a dead writer are, whichever of
+       * them cleared its id. */
+      return died || (v & TL_SHM_RW_DIED) != 0;
     }
     int alive = id == owner ? 1 : tl_shm_owner_alive(j, id);
     if (alive != 0) {
