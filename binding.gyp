@@ -19,7 +19,8 @@
                       "src/host/watch.c", "src/host/request.c",
                       "src/host/attach.c", "src/host/platform_linux.c",
                       "src/host/files_linux.c", "src/host/shm_linux.c",
-                      "src/host/shm_owners.c", "src/host/shm_wait.c"],
+                      "src/host/shm_owners.c", "src/host/shm_wait.c",
+                      "src/host/shm_rw.c"],
           "defines": ["TL_HOST_SUPPORTED"],
           "ldflags": ["-Wl,-z,nodelete"]
         }],

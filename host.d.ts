@@ -242,9 +242,9 @@ export interface SharedMemoryOptions {
  * A SharedArrayBuffer of `options.size` bytes over the file `<name>.shm` in
  * the directory `options.path`, mapped shared: every process of the host
  * that opens the same name there sees the same memory (Node.js 22 and
- * later, Linux). threadlock's wait and notify work on it across processes;
- * waitAsync and the primitives refuse such a buffer (TypeError, code
- * `ENOTSUP`) until they work across processes.
+ * later, Linux). threadlock's wait, notify, waitAsync and primitives work
+ * on it across processes; an AsyncLock with `{ fifo: true }` refuses such a
+ * buffer (TypeError, code `ENOTSUP`).
  *
  * @throws {RangeError} for an existing name of another size
  * @throws {@link HostError} `ENOTSUP` on Node.js 20 and on platforms other

@@ -646,9 +646,13 @@ export declare class RWLock {
 
   /** A structured-clonable description, for postMessage. */
   readonly handle: RWLockHandle
-  /** How many read locks are held at this moment. */
+  /** How many read locks are held at this moment (in every process, on memory from `openSharedMemory`). */
   readonly readers: number
-  /** The `threadId` of the thread holding the write lock, or `null`. */
+  /**
+   * The `threadId` of the thread holding the write lock, or `null`. On
+   * memory from `openSharedMemory` (threadlock/host): the writer's owner id
+   * in the file, unique across processes, also while it waits for readers.
+   */
   readonly writer: number | null
   /** Requests waiting at this moment, in all threads. */
   readonly waiting: number

@@ -144,6 +144,15 @@ const impls = {
       return { sync: true, acquire: () => { lock.lock(); return () => lock.unlock() }, close () {} }
     }
   },
+  'AsyncLock threads async': {
+    missing: () => null,
+    inProcess: true,
+    handoff: true,
+    open (dir, buffer) {
+      const lock = new (require('..').AsyncLock)(buffer || new SharedArrayBuffer(4), 0)
+      return { acquire: () => lock.acquire(), close () {} }
+    }
+  },
   // flock(2) through fs-ext: a blocking call (here in a process of its own,
   // so that blocking its only thread is harmless).
   'flock (fs-ext)': {

@@ -20,7 +20,8 @@
 //
 //   [THREADLOCK_PG_URL=postgres://...] node bench/host.js [--quick] [--only=name,name]
 //
-// --only runs the named rows (and host sync, the base of the ratios).
+// --only runs the named rows, in that order (and host sync first, the base of
+// the ratios).
 
 const fs = require('fs')
 const os = require('os')
@@ -195,8 +196,10 @@ async function main () {
   const skipped = []
   const unknown = ONLY.filter((n) => !(n in impls))
   if (unknown.length > 0) throw new RangeError(`bench/host.js: --only names no row: ${unknown.join(', ')} (rows: ${Object.keys(impls).join(', ')})`)
-  for (const name of Object.keys(impls)) {
-    if (ONLY.length > 0 && name !== 'host sync' && !ONLY.includes(name)) continue
+  // With --only, the rows run in the order given (host sync first), so
+  // that runs in a row can alternate the order.
+  const order = ONLY.length > 0 ? ['host sync', ...ONLY.filter((n) => n !== 'host sync')] : Object.keys(impls)
+  for (const name of order) {
     const why = await impls[name].missing()
     if (why === null) names.push(name)
     else skipped.push(`${name}: ${why}`)

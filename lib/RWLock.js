@@ -25,6 +25,7 @@ const gate = require('./gate')
 const native = require('./native')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { LockWord } = require('./LockWord')
+const { ShmRWLock } = require('./ShmRWLock')
 
 const { selfId } = native
 const { GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, LOCK_BARGE: BARGE } = native.constants
@@ -62,7 +63,13 @@ class RWLock extends SharedSlot {
    * @param {object} [options] none are defined yet; unknown ones are refused
    */
   constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
-    super({ type: 'RWLock', words: 1 }, [buffer, byteOffset, options])
+    let shared
+    super({ type: 'RWLock', words: 1, shm: true }, [buffer, byteOffset, options], (i32, handle, o, inShm) => {
+      shared = inShm
+    })
+    // Memory shared by processes: the cross-process RWLock
+    // (lib/ShmRWLock.js), chosen once here.
+    if (shared) return new ShmRWLock(this.buffer, this.byteOffset)
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#key = native.wordKey(this.#i32, 0)
     this.#word = new LockWord(this.#i32, false, 'write')
@@ -196,5 +203,10 @@ class RWLock extends SharedSlot {
   }
 
 }
+
+// An RWLock on memory shared by processes is an RWLock: same methods,
+// instanceof, constructor.
+Object.setPrototypeOf(ShmRWLock.prototype, RWLock.prototype)
+Object.defineProperty(ShmRWLock.prototype, 'constructor', { value: RWLock, writable: true, configurable: true })
 
 module.exports = { RWLock }

@@ -29,10 +29,11 @@ const native = require('./native')
 // openSharedMemory) is refused by the primitives that do not work across
 // processes there yet: their owner ids (threadId + 1) are equal in every
 // process and their waiter list is this process's, so they would exclude
-// nothing. AsyncLock and Semaphore accept it (`slot.shm`) and become a
-// lib/ShmLock.js and a lib/ShmSemaphore.js; ConditionVariable, Barrier
-// and CountDownLatch accept it as they are (plain waits, which cross
-// processes there). RWLock refuses it.
+// nothing. AsyncLock, Semaphore and RWLock accept it (`slot.shm`) and
+// become a lib/ShmLock.js, a lib/ShmSemaphore.js and a lib/ShmRWLock.js;
+// ConditionVariable, Barrier and CountDownLatch accept it as they are
+// (plain waits, which cross processes there). No primitive refuses it
+// today; the refusal stays for the next one.
 // The memory is recognised by its address (a process-wide registry of the
 // mappings), which a SharedArrayBuffer posted to a worker keeps. Asked
 // once per construction, only where such memory can exist (Node.js 22 and

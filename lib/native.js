@@ -109,5 +109,9 @@ module.exports = {
   shmAsyncCancel: answered(binding.shmAsyncCancel, 'shmAsyncCancel'),
   shmWaitLock: answered(binding.shmWaitLock, 'shmWaitLock'),
   shmWatch: binding.shmWatch,
-  shmPokes: answered(binding.shmPokes, 'shmPokes')
+  shmPokes: answered(binding.shmPokes, 'shmPokes'),
+  // Read holds of RWLocks on shared memory (lib/ShmRWLock.js).
+  shmReadEnter: answered(binding.shmReadEnter, 'shmReadEnter'),
+  shmReadLeave: answered(binding.shmReadLeave, 'shmReadLeave'),
+  shmReadHolds: answered(binding.shmReadHolds, 'shmReadHolds')
 }

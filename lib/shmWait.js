@@ -58,6 +58,10 @@ function poll () {
  *   a poke since then, or while it waits, resolves 'poked'
  */
 function waitAsync (ta, index, value, o) {
+  // A signal aborted already: a lock's promise request may come back here
+  // after a wake that it then lost (the lock retaken), with a signal
+  // aborted in between, whose 'abort' event will not fire again.
+  if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   if (!ready) {
     native.shmAsyncInit(poll)
     ready = true

@@ -853,6 +853,26 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await exited(h.child)
     })
 
+    it('an abort that comes after a release woke a promise request but before the request ran (the lock taken again meanwhile) rejects it', async () => {
+      const b = openSharedMemory('ab', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      lock.lock()
+      const ac = new AbortController()
+      let settled = null
+      lock.acquire({ signal: ac.signal }).then((r) => { settled = 'granted'; r() }, (e) => { settled = e.name })
+      await until(() => lock.waiting === 1, 'the request to wait')
+      // Woken (its node notified), not yet run: the lock is taken again and
+      // the request aborted in the same turn.
+      lock.unlock()
+      lock.lock()
+      ac.abort()
+      await until(() => settled !== null, 'the aborted request to settle')
+      assert.strictEqual(settled, 'AbortError')
+      assert.strictEqual(lock.waiting, 0)
+      lock.unlock()
+      assert.strictEqual(lock.locked, false)
+    })
+
     it('a promise request with ref: false lets its process exit while it waits (and leaves no waiter); with ref: true the process waits for the grant', async () => {
       const h = await holder('rf')
       const b = openSharedMemory('rf', { path: dir, size: 64 })
@@ -1264,18 +1284,462 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('RWLock across processes', () => {
+    const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
+    const ID = 0x1fffffff
+    const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
+    // A child that takes the lock at byte 0 of `name` (`read` or `write`,
+    // `n` read locks) and says its owner id once it holds it; a line on its
+    // stdin releases what it holds, and it exits when its stdin ends.
+    const holder = (name, mode, n = 1) => child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+      const b = host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 })
+      const rw = new threadlock.RWLock(b, 0)
+      for (let k = 0; k < ${n}; k++) ${mode === 'write' ? 'rw.acquireWriteSync()' : 'rw.acquireReadSync()'}
+      process.stdin.on('data', () => { for (let k = 0; k < ${n}; k++) ${mode === 'write' ? 'rw.releaseWrite()' : 'rw.releaseRead()'}; say('released') })
+      say(String(binding.shmOwnerId(new Int32Array(b))))`, dir)
+    const letGo = (h) => { h.child.stdin.write('u\n') }
+
+    it('excludes exactly: 4 processes (and a worker) x every API; readers share, a writer is alone', async function () {
+      const N = 600
+      // i[1]: written by writers only, non-atomically; i[2]: writers in;
+      // i[3]: readers in; i[4]: violations; i[5]: most readers in at once.
+      const body = (k) => `const threadlock = require(${INDEX})
+        const { Worker } = require('worker_threads')
+        const b = host.openSharedMemory('rx', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        const other = threadlock.RWLock.from(rw.handle)
+        const spin = () => { for (let s = 0; s < 300; s++); }
+        const write = () => { if (Atomics.add(i, 2, 1) !== 0 || Atomics.load(i, 3) !== 0) Atomics.add(i, 4, 1); const v = i[1]; spin(); i[1] = v + 1; Atomics.sub(i, 2, 1) }
+        const read = () => { const r = Atomics.add(i, 3, 1) + 1; if (Atomics.load(i, 2) !== 0) Atomics.add(i, 4, 1); let m; while ((m = Atomics.load(i, 5)) < r && Atomics.compareExchange(i, 5, m, r) !== m); spin(); Atomics.sub(i, 3, 1) }
+        const tick = () => new Promise((resolve) => setImmediate(resolve))
+        async function main () {
+          ${k === 0
+            ? `const w = new Worker('const { workerData } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); const i = new Int32Array(workerData); const l = new t.RWLock(workerData, 0); for (let n = 0; n < ${N}; n++) { if (n % 2) { l.acquireWriteSync(); if (Atomics.add(i, 2, 1) !== 0 || Atomics.load(i, 3) !== 0) Atomics.add(i, 4, 1); const v = i[1]; i[1] = v + 1; Atomics.sub(i, 2, 1); l.releaseWrite() } else { l.acquireReadSync(); Atomics.add(i, 3, 1); if (Atomics.load(i, 2) !== 0) Atomics.add(i, 4, 1); Atomics.sub(i, 3, 1); l.releaseRead() } }', { eval: true, workerData: b })
+               const wdone = new Promise((resolve) => w.once('exit', resolve))`
+            : 'const wdone = null'}
+          for (let n = 0; n < ${N}; n++) {
+            switch (n % 10) {
+              case 0: rw.acquireWriteSync(); write(); rw.releaseWrite(); break
+              case 1: rw.acquireReadSync(); read(); other.releaseRead(); break
+              case 2: { const r = await rw.acquireWrite(); await tick(); write(); r(); break }
+              case 3: { const r = await rw.acquireRead(); await tick(); read(); r(); break }
+              case 4: await rw.runWrite(async () => { await null; write() }); break
+              case 5: await other.runRead(async () => { await tick(); read() }); break
+              case 6: while (!rw.tryAcquireWrite()) await tick(); write(); other.releaseWrite(); break
+              case 7: while (!rw.tryAcquireRead()) await tick(); read(); rw.releaseRead(); break
+              case 8: { const r = await rw.acquireWrite({ timeout: 60000 }); write(); r(); break }
+              case 9: { rw.acquireReadSync({ timeout: 60000 }); const again = rw.tryAcquireRead(); read(); if (again) rw.releaseRead(); rw.releaseRead(); break }
+            }
+          }
+          await wdone
+          say('done')
+        }
+        main()`
+      const kids = await Promise.all([0, 1, 2, 3].map((k) => child(body(k), dir)))
+      for (const k of kids) assert.strictEqual(k.line, 'done')
+      const b = openSharedMemory('rx', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      // Writes: 4 processes x N / 10 x 5 write cases, and the worker's N / 2.
+      assert.strictEqual(i[1], 4 * (N / 10) * 5 + N / 2)
+      assert.strictEqual(i[4], 0, 'no reader met a writer, no writer met anyone')
+      assert.strictEqual(Atomics.load(i, 0), 0, 'no writer, no waiter bits left')
+      assert.strictEqual(new threadlock.RWLock(b, 0).readers, 0)
+      assert.strictEqual(binding.shmHoldsUsed(i), 0, 'every read-hold record free')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('readers of 4 processes hold at once; owner checks: read locks belong to their thread (ENOTOWNER elsewhere), EDEADLK for the writer and an upgrade', async () => {
+      const b = openSharedMemory('ro', { path: dir, size: 64 })
+      const rw = new threadlock.RWLock(b, 0)
+      assert.ok(rw instanceof threadlock.RWLock)
+      const readers = await Promise.all([0, 1, 2].map(() => holder('ro', 'read', 2)))
+      assert.strictEqual(rw.readers, 6)
+      assert.strictEqual(rw.tryAcquireRead(), true)
+      assert.strictEqual(rw.readers, 7)
+      assert.strictEqual(rw.tryAcquireWrite(), false)
+      assert.throws(() => rw.acquireWriteSync({ timeout: 1000 }), (e) => e.code === 'EDEADLK' && e.message.startsWith('RWLock.acquireWriteSync:'))
+      rw.releaseRead()
+      assert.throws(() => rw.releaseRead(), (e) => e.code === 'ENOTOWNER' && e.message.startsWith('RWLock.releaseRead:'))
+      assert.strictEqual(rw.readers, 6, 'the other processes\' read locks are theirs')
+      // Another process's main thread (threadId 0, as here) and a worker of
+      // a holding process hold none.
+      const r = run(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('ro', { path: dir, size: 64 }), 0)
+        const out = [rw.readers, rw.tryAcquireWrite()]
+        try { rw.releaseRead(); out.push('released') } catch (e) { out.push(e.code) }
+        try { rw.releaseWrite(); out.push('released') } catch (e) { out.push(e.code) }
+        return out`, dir)
+      assert.deepStrictEqual(r.value, [6, false, 'ENOTOWNER', 'ENOTOWNER'])
+      rw.acquireReadSync()
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const rw = threadlock.RWLock.from(workerData)
+        const out = []
+        try { rw.releaseRead(); out.push('released') } catch (e) { out.push(e.code) }
+        out.push(rw.readers)
+        parentPort.postMessage(out)`, { eval: true, workerData: rw.handle })
+      const wexit = new Promise((resolve) => w.once('exit', resolve))
+      const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+      await wexit
+      assert.deepStrictEqual(out, ['ENOTOWNER', 7])
+      rw.releaseRead()
+      for (const h of readers) { const said = next(h.child); letGo(h); assert.strictEqual(await said, 'released') }
+      assert.strictEqual(rw.readers, 0)
+      assert.strictEqual(rw.acquireWriteSync(), false)
+      assert.strictEqual(rw.writer, binding.shmOwnerId(new Int32Array(b)))
+      assert.throws(() => rw.acquireWriteSync(), (e) => e.code === 'EDEADLK')
+      assert.throws(() => rw.acquireReadSync(), (e) => e.code === 'EDEADLK')
+      assert.strictEqual(rw.tryAcquireRead(), false)
+      const r2 = run(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('ro', { path: dir, size: 64 }), 0)
+        const out = [rw.tryAcquireRead(), rw.tryAcquireWrite()]
+        try { rw.releaseWrite(); out.push('released') } catch (e) { out.push(e.code, e.message.startsWith('RWLock.releaseWrite:')) }
+        return out`, dir)
+      assert.deepStrictEqual(r2.value, [false, false, 'ENOTOWNER', true])
+      rw.releaseWrite()
+      assert.throws(() => rw.releaseWrite(), (e) => e.code === 'ENOTOWNER')
+      assert.strictEqual(rw.writer, null)
+      for (const h of readers) h.child.stdin.end()
+      await Promise.all(readers.map((h) => exited(h.child)))
+    })
+
+    it('a reader that asks again while a writer of another process waits for it gets EDEADLK; the writer gets in once it releases', async () => {
+      const b = openSharedMemory('rd', { path: dir, size: 64 })
+      const rw = new threadlock.RWLock(b, 0)
+      rw.acquireReadSync()
+      const w = await child(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('rd', { path: dir, size: 64 }), 0)
+        say('waiting')
+        say('got ' + rw.acquireWriteSync({ timeout: 30000 }))
+        rw.releaseWrite()`, dir)
+      await until(() => rw.waiting === 1, 'the writer to wait for the reader')
+      assert.throws(() => rw.acquireReadSync({ timeout: 5000 }), (e) => e.code === 'EDEADLK')
+      await assert.rejects(rw.acquireRead(), (e) => e.code === 'EDEADLK')
+      assert.strictEqual(rw.tryAcquireRead(), false)
+      assert.strictEqual(rw.readers, 1)
+      const said = next(w.child)
+      rw.releaseRead()
+      assert.strictEqual(await said, 'got false')
+      w.child.stdin.end()
+      await exited(w.child)
+      assert.strictEqual(Atomics.load(new Int32Array(b), 0) & ID, 0)
+    })
+
+    it('a waiting writer holds back new readers of every process; timeouts, aborts and blocking: false; a writer that gives up lets the held-back readers in', async () => {
+      const r = await holder('tw', 'read')
+      const b = openSharedMemory('tw', { path: dir, size: 64 })
+      const rw = new threadlock.RWLock(b, 0)
+      // A writer of another process waits for r's read lock.
+      const w = await child(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('tw', { path: dir, size: 64 }), 0)
+        say('waiting')
+        try { rw.acquireWriteSync({ timeout: 1500 }); say('got') } catch (e) { say(e.code) }`, dir)
+      await until(() => rw.waiting === 1, 'the writer')
+      const wsaid = next(w.child)
+      // A new reader here waits behind it (no CPU), and a timed one times out.
+      let t0 = performance.now()
+      assert.throws(() => rw.acquireReadSync({ timeout: 200 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 199)
+      t0 = performance.now()
+      await assert.rejects(rw.acquireRead({ timeout: 200 }), (e) => e.code === 'ETIMEDOUT')
+      assert.ok(performance.now() - t0 >= 199)
+      await assert.rejects(rw.acquireRead({ blocking: false }), (e) => e.code === 'EBUSY')
+      await assert.rejects(rw.acquireWrite({ blocking: false }), (e) => e.code === 'EBUSY')
+      const ac = new AbortController()
+      const aborted = rw.acquireRead({ signal: ac.signal })
+      await until(() => rw.waiting === 2, 'the aborted request to wait')
+      ac.abort()
+      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      const held = rw.acquireRead()
+      await until(() => rw.waiting === 2, 'the held-back reader')
+      // The writer times out: the held-back reader goes in beside r.
+      assert.strictEqual(await wsaid, 'ETIMEDOUT')
+      const release = await held
+      assert.strictEqual(release.ownerDied, false)
+      assert.strictEqual(rw.readers, 2)
+      assert.strictEqual(rw.writer, null)
+      release()
+      // A promise writer here waits for r; aborted, it lets readers in too.
+      const ac2 = new AbortController()
+      const writing = rw.acquireWrite({ signal: ac2.signal })
+      await until(() => rw.waiting === 1, 'the promise writer')
+      assert.strictEqual(rw.writer, binding.shmOwnerId(new Int32Array(b)))
+      assert.throws(() => rw.releaseWrite(), (e) => e.code === 'ENOTOWNER', 'not held yet')
+      assert.strictEqual(rw.tryAcquireRead(), false)
+      ac2.abort()
+      await assert.rejects(writing, (e) => e.name === 'AbortError')
+      assert.strictEqual(rw.writer, null)
+      assert.strictEqual(rw.tryAcquireRead(), true)
+      rw.releaseRead()
+      // And one that stays gets it when r releases.
+      const got = rw.acquireWrite()
+      await until(() => rw.waiting === 1, 'the writer to wait')
+      letGo(r)
+      const wr = await got
+      assert.strictEqual(wr.ownerDied, false)
+      assert.strictEqual(rw.readers, 0)
+      wr()
+      assert.strictEqual(Atomics.load(new Int32Array(b), 0) & ID, 0)
+      w.child.stdin.end()
+      r.child.stdin.end()
+      await Promise.all([exited(w.child), exited(r.child)])
+    })
+
+    it('waiting readers and writers of 3 processes use no CPU while a SIGSTOPped process holds; after SIGCONT each gets in', async () => {
+      for (const mode of ['write', 'read']) {
+        const name = `st${mode}`
+        const h = await holder(name, mode)
+        const b = openSharedMemory(name, { path: dir, size: 64 })
+        const rw = new threadlock.RWLock(b, 0)
+        h.child.kill('SIGSTOP')
+        const kids = []
+        // Under a writer: a blocking reader, a promise reader, a writer;
+        // under a reader: two writers (blocking and promise) and a reader
+        // held back behind them.
+        const ops = mode === 'write'
+          ? ['rw.acquireReadSync(); say("got"); rw.releaseRead()', 'rw.acquireRead().then((r) => { say("got"); r() })', 'rw.acquireWriteSync(); say("got"); rw.releaseWrite()']
+          : ['rw.acquireWriteSync(); say("got"); rw.releaseWrite()', 'rw.acquireWrite().then((r) => { say("got"); r() })', 'rw.acquireRead().then((r) => { say("got"); r() })']
+        for (const op of ops) {
+          kids.push(await child(`const threadlock = require(${INDEX})
+            const rw = new threadlock.RWLock(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }), 0)
+            say('waiting')
+            ${op}`, dir))
+          await until(() => rw.waiting === kids.length, `waiter ${kids.length}`)
+        }
+        const before = kids.map((k) => ticks(k.child.pid))
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        kids.forEach((k, n) => {
+          const used = ticks(k.child.pid) - before[n]
+          assert.ok(used <= 10, `${mode}: waiter ${n} used ${used} ticks of CPU in 1 s`)
+        })
+        const said = kids.map((k) => next(k.child))
+        h.child.kill('SIGCONT')
+        letGo(h)
+        assert.deepStrictEqual(await Promise.all(said), ['got', 'got', 'got'])
+        h.child.stdin.end()
+        for (const k of kids) k.child.stdin.end()
+        await Promise.all([h, ...kids].map((k) => exited(k.child)))
+        assert.strictEqual(Atomics.load(new Int32Array(b), 0) & ID, 0)
+        assert.strictEqual(rw.readers, 0)
+      }
+    })
+
+    it('kill -9 of the writer: waiters of other processes (blocking readers of two processes, a promise writer) get in and are all told ownerDied, and so is the writer after readers that took over', async () => {
+      const h = await holder('kw', 'write')
+      const b = openSharedMemory('kw', { path: dir, size: 64 })
+      const rw = new threadlock.RWLock(b, 0)
+      // Two readers of two processes wait behind it: each is told.
+      const [r, r2] = await Promise.all([0, 1].map(() => child(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('kw', { path: dir, size: 64 }), 0)
+        say('waiting')
+        say('read ' + rw.acquireReadSync())
+        process.stdin.on('data', () => { rw.releaseRead(); say('released') })`, dir)))
+      await until(() => rw.waiting === 2, 'the blocking readers')
+      assert.strictEqual(rw.ownerDied, false)
+      let said = [r, r2].map((k) => next(k.child))
+      h.child.kill('SIGKILL')
+      await exited(h.child)
+      assert.deepStrictEqual(await Promise.all(said), ['read true', 'read true'])
+      assert.strictEqual(rw.readers, 2)
+      assert.strictEqual(rw.ownerDied, true)
+      // A writer waits for those readers; it is told too.
+      const mine = rw.acquireWrite()
+      await until(() => rw.waiting === 1, 'the promise writer')
+      said = [r, r2].map((k) => next(k.child))
+      for (const k of [r, r2]) k.child.stdin.write('u\n')
+      assert.deepStrictEqual(await Promise.all(said), ['released', 'released'])
+      let release = await mine
+      assert.strictEqual(release.ownerDied, true)
+      release()
+      assert.strictEqual(rw.ownerDied, false)
+      release = await rw.acquireWrite()
+      assert.strictEqual(release.ownerDied, false)
+      release()
+      // A promise writer waiting when the writer is killed.
+      const h2 = await holder('kw', 'write')
+      const waiting = rw.acquireWrite()
+      await until(() => rw.waiting === 1, 'the promise writer')
+      h2.child.kill('SIGKILL')
+      await exited(h2.child)
+      release = await waiting
+      assert.strictEqual(release.ownerDied, true)
+      release()
+      // Nobody waiting: the next reader takes a dead writer's lock over.
+      const h3 = await holder('kw', 'write')
+      h3.child.kill('SIGKILL')
+      await exited(h3.child)
+      assert.strictEqual(rw.ownerDied, true)
+      assert.strictEqual(rw.acquireReadSync(), true)
+      assert.strictEqual(rw.writer, null)
+      rw.releaseRead()
+      assert.strictEqual(rw.acquireWriteSync(), true, 'the writer after readers that took over is told')
+      rw.releaseWrite()
+      assert.strictEqual(rw.acquireWriteSync(), false)
+      rw.releaseWrite()
+      for (const k of [r, r2]) k.child.stdin.end()
+      await Promise.all([r, r2].map((k) => exited(k.child)))
+    })
+
+    it('kill -9 of a process holding read locks: a waiting writer (blocking, of another process; promise, here) gets in with ownerDied, and the records are freed', async () => {
+      const b = openSharedMemory('kr', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      const h = await holder('kr', 'read', 3)
+      const h2 = await holder('kr', 'read')
+      assert.strictEqual(rw.readers, 4)
+      const w = await child(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('kr', { path: dir, size: 64 }), 0)
+        say('waiting')
+        say('got ' + rw.acquireWriteSync())
+        rw.releaseWrite()`, dir)
+      await until(() => rw.waiting === 1, 'the blocking writer')
+      const said = next(w.child)
+      h.child.kill('SIGKILL')
+      await exited(h.child)
+      assert.strictEqual(rw.readers, 1, 'the dead reader\'s 3 read locks are given back')
+      const wsaid = next(h2.child)
+      letGo(h2)
+      await wsaid
+      assert.strictEqual(await said, 'got true')
+      assert.strictEqual(binding.shmHoldsUsed(i), 0)
+      // A promise writer here, the reader killed while it waits.
+      const h3 = await holder('kr', 'read', 2)
+      const mine = rw.acquireWrite()
+      await until(() => rw.waiting === 1, 'the promise writer')
+      h3.child.kill('SIGKILL')
+      await exited(h3.child)
+      const release = await mine
+      assert.strictEqual(release.ownerDied, true)
+      release()
+      // Nobody waiting: the next writer is told.
+      const h4 = await holder('kr', 'read')
+      h4.child.kill('SIGKILL')
+      await exited(h4.child)
+      assert.strictEqual(rw.acquireWriteSync(), true)
+      rw.releaseWrite()
+      assert.strictEqual(rw.acquireWriteSync(), false)
+      rw.releaseWrite()
+      assert.strictEqual(binding.shmHoldsUsed(i), 0)
+      for (const k of [w, h2]) k.child.stdin.end()
+      await Promise.all([w, h2].map((k) => exited(k.child)))
+    })
+
+    it('a worker terminated holding read locks or the write lock: a writer of another process gets in with ownerDied; workers terminated while waiting leave nothing', async () => {
+      const b = openSharedMemory('rt', { path: dir, size: 64 })
+      const rw = new threadlock.RWLock(b, 0)
+      const c = await child(`const threadlock = require(${INDEX})
+        const rw = new threadlock.RWLock(host.openSharedMemory('rt', { path: dir, size: 64 }), 0)
+        say('ready')
+        process.stdin.on('data', () => rw.acquireWrite().then((r) => { say('got ' + r.ownerDied); r() }))`, dir)
+      for (const mode of ['read', 'write']) {
+        const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+          const threadlock = require(${INDEX})
+          const rw = threadlock.RWLock.from(workerData)
+          ${mode === 'read' ? 'rw.acquireReadSync(); rw.acquireReadSync()' : 'rw.acquireWriteSync()'}
+          parentPort.postMessage('held')
+          setInterval(() => {}, 1000)`, { eval: true, workerData: rw.handle })
+        await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+        const said = next(c.child)
+        c.child.stdin.write('w\n')
+        await until(() => rw.waiting === 1, `the writer behind the ${mode} holder`)
+        await w.terminate()
+        assert.strictEqual(await said, 'got true', mode)
+      }
+      rw.acquireWriteSync()
+      const waiters = [0, 1, 2, 3].map((k) => new Worker(`const { workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const rw = threadlock.RWLock.from(workerData)
+        ;[() => rw.acquireReadSync(), () => rw.acquireRead(), () => rw.acquireWriteSync(), () => rw.acquireWrite()][${k}]()`, { eval: true, workerData: rw.handle }))
+      await until(() => rw.waiting === 4, 'the workers to wait')
+      await Promise.all(waiters.map((x) => x.terminate()))
+      assert.strictEqual(rw.waiting, 0)
+      rw.releaseWrite()
+      assert.strictEqual(Atomics.load(new Int32Array(b), 0) & ID, 0)
+      assert.strictEqual(binding.shmNodesUsed(new Int32Array(b)), 0)
+      assert.strictEqual(binding.shmHoldsUsed(new Int32Array(b)), 0)
+      c.child.stdin.end()
+      await exited(c.child)
+    })
+
+    it('kill -9 at random moments among 4 processes reading and writing: exclusion stays exact, survivors go on, ownerDied is seen after each death of a holder', async function () {
+      // i[1]: writes; i[2]: the writer inside (its slot + 1); i[8 + slot]:
+      // readers inside of the process in that slot; i[4]: violations;
+      // i[6]: stop; i[7]: ownerDied seen by writers.
+      const body = (slot) => `const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('rk', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        say('ready')
+        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+        const readers = () => { let n = 0; for (let k = 8; k < 12; k++) n += Atomics.load(i, k); return n }
+        async function main () {
+          for (let n = 0; Atomics.load(i, 6) === 0; n++) {
+            if (n % 3 === 0) {
+              const died = n % 2 ? (await rw.acquireWrite()).ownerDied : rw.acquireWriteSync()
+              if (died) Atomics.add(i, 7, 1)
+              if (Atomics.compareExchange(i, 2, 0, ${slot + 1}) !== 0 || readers() !== 0) Atomics.add(i, 4, 1)
+              const v = i[1]; spin(1); i[1] = v + 1
+              Atomics.store(i, 2, 0)
+              rw.releaseWrite()
+            } else {
+              const r = n % 2 ? await rw.acquireRead() : (rw.acquireReadSync(), () => rw.releaseRead())
+              Atomics.add(i, ${8 + slot}, 1)
+              if (Atomics.load(i, 2) !== 0) Atomics.add(i, 4, 1)
+              spin(1)
+              Atomics.sub(i, ${8 + slot}, 1)
+              r()
+            }
+            await new Promise((resolve) => setTimeout(resolve, 1))
+          }
+          say('done')
+        }
+        main()`
+      const b = openSharedMemory('rk', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      let kids = await Promise.all([0, 1, 2, 3].map(async (slot) => ({ slot, ...await child(body(slot), dir) })))
+      let killedHolding = 0
+      for (let round = 0; round < 8; round++) {
+        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
+        const victim = kids[Math.floor(Math.random() * kids.length)]
+        victim.child.kill('SIGSTOP')
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        // Stopped inside a critical section: nobody else is in one that
+        // excludes it, so its marks are taken back before it dies.
+        const inside = Atomics.load(i, 2) === victim.slot + 1 || Atomics.load(i, 8 + victim.slot) !== 0
+        if (inside) killedHolding++
+        if (Atomics.load(i, 2) === victim.slot + 1) Atomics.store(i, 2, 0)
+        Atomics.store(i, 8 + victim.slot, 0)
+        victim.child.kill('SIGKILL')
+        await exited(victim.child)
+        kids = kids.filter((k) => k !== victim)
+        kids.push({ slot: victim.slot, ...await child(body(victim.slot), dir) })
+      }
+      const before = Atomics.load(i, 1)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      assert.ok(Atomics.load(i, 1) > before, 'the survivors go on writing')
+      const done = kids.map((k) => next(k.child))
+      Atomics.store(i, 6, 1)
+      assert.deepStrictEqual(await Promise.all(done), kids.map(() => 'done'))
+      assert.strictEqual(Atomics.load(i, 4), 0, 'no reader met a writer, no writer met anyone')
+      if (killedHolding > 0) assert.ok(Atomics.load(i, 7) >= 1, `ownerDied seen ${Atomics.load(i, 7)} times, ${killedHolding} killed holding`)
+      assert.strictEqual(Atomics.load(i, 0) & ID, 0)
+      assert.strictEqual(rw.readers, 0)
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+    })
+  })
+
   describe('the primitives that do not work across processes yet refuse such memory (ENOTSUP)', () => {
     const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
 
     it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
       const b = openSharedMemory('p', { path: dir, size: 64 })
-      const { AsyncLock, RWLock } = threadlock
+      const { AsyncLock } = threadlock
       assert.throws(() => new AsyncLock(b, 0, { fifo: true }), refused)
       assert.throws(() => AsyncLock.from({ type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true }), refused)
-      assert.throws(() => new RWLock(b, 0), refused)
-      for (const C of [RWLock]) {
-        assert.throws(() => C.from({ type: C.name, buffer: b, byteOffset: 0 }), refused, C.name)
-      }
       assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
       const lock = new AsyncLock()
       lock.lock()
@@ -1288,7 +1752,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.RWLock(workerData, 0), () => threadlock.RWLock.from({ type: 'RWLock', buffer: workerData, byteOffset: 8 }), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
+        for (const f of [() => new threadlock.AsyncLock(workerData, 0, { fifo: true }), () => threadlock.AsyncLock.from({ type: 'AsyncLock', buffer: workerData, byteOffset: 8, fifo: true }), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
           try { out.push(f()) } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })

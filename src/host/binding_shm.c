@@ -911,6 +911,123 @@ tl_napi_shm_watch(napi_env env, napi_callback_info info)
   return NULL;
 }
 
+/* The RWLock word under (typedArray, index) with the caller's owner id;
+ * -1 with an exception pending. */
+static int
+tl__shm_rw_args(napi_env env, napi_callback_info info, size_t argc,
+                napi_value *argv, void **addr, tl_shm_join_t **j, char **base,
+                uint32_t *id)
+{
+  napi_value args[3];
+  int width;
+  int64_t ignored;
+  size_t n = argc;
+
+  TL_NAPI_CALL_RET(env, napi_get_cb_info(env, info, &n, argv, NULL, NULL), -1);
+  args[0] = argv[0];
+  args[1] = argv[1];
+  args[2] = argv[1]; /* no expected value: the index stands in */
+  if (tl__shm_element(env, args, addr, &width, &ignored, j, base) != 0)
+    return -1;
+  if (width != 4) {
+    napi_throw_type_error(env, NULL, "expected an Int32Array");
+    return -1;
+  }
+  return tl__shm_thread_id(env, *j, id);
+}
+
+static napi_value
+tl__shm_rw_result(napi_env env, int64_t r)
+{
+  if (r == TL_HOST_ENODES) {
+    napi_throw_error(env, "EFULL",
+                     "every read-hold record of the shared-memory file is in "
+                     "use");
+    return NULL;
+  }
+  return tl__shm_result(env, r);
+}
+
+/* shmReadEnter(int32Array, index) -> 0, 1 (a dead writer's id cleared),
+ * BLOCKED or DEADLK: one more read lock of the calling thread (shm_rw.c). */
+static napi_value
+tl_napi_shm_read_enter(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2];
+  void *addr;
+  tl_shm_join_t *j;
+  char *base;
+  uint32_t id;
+
+  if (tl__shm_rw_args(env, info, 2, argv, &addr, &j, &base, &id) != 0)
+    return NULL;
+  return tl__shm_rw_result(env, tl_shm_read_enter(j, base, addr, id));
+}
+
+/* shmReadLeave(int32Array, index) -> 0 or NOTOWNER. */
+static napi_value
+tl_napi_shm_read_leave(napi_env env, napi_callback_info info)
+{
+  napi_value argv[2];
+  void *addr;
+  tl_shm_join_t *j;
+  char *base;
+  uint32_t id;
+
+  if (tl__shm_rw_args(env, info, 2, argv, &addr, &j, &base, &id) != 0)
+    return NULL;
+  return tl__shm_rw_result(env, tl_shm_read_leave(j, base, addr, id));
+}
+
+/* shmReadHolds(int32Array, index, mode) -> the live read locks of the
+ * word. Mode 0: all of them; 1 and 2 (a writer waiting for them): -1 when
+ * the caller holds some, and with 1 the holders' processes are watched. */
+static napi_value
+tl_napi_shm_read_holds(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3];
+  void *addr;
+  tl_shm_join_t *j;
+  char *base;
+  uint32_t id, mode;
+  int64_t mine;
+
+  if (tl__shm_rw_args(env, info, 3, argv, &addr, &j, &base, &id) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[2], &mode));
+  int64_t r = tl_shm_read_holds(j, base, addr, id, mode == 1, &mine);
+  if (r >= 0 && mode != 0 && mine > 0) {
+    napi_value v;
+    TL_NAPI_CALL(env, napi_create_int32(env, -1, &v));
+    return v;
+  }
+  return tl__shm_rw_result(env, r);
+}
+
+/* shmHoldsUsed(typedArray) -> read-hold records of the file in use. */
+static napi_value
+tl_napi_shm_holds_used(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1];
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  char *base;
+  tl_shm_join_t *j;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_typedarray_info(env, argv[0], &type, &length,
+                                             &data, NULL, NULL));
+  j = tl_shm_find_map(data, &base);
+  if (j == NULL) {
+    napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
+    return NULL;
+  }
+  if (tl_shm_header_ok(j) != 0)
+    return tl__shm_result(env, TL_HOST_ECORRUPT);
+  return tl__shm_result(env, tl_shm_holds_used(base));
+}
+
 napi_value
 tl__shm_exports(napi_env env, napi_value exports)
 {
@@ -931,14 +1048,24 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmWaitLock", tl_napi_shm_wait_lock },
     { "shmWatch", tl_napi_shm_watch },
     { "shmPokes", tl_napi_shm_pokes },
+    { "shmReadEnter", tl_napi_shm_read_enter },
+    { "shmReadLeave", tl_napi_shm_read_leave },
+    { "shmReadHolds", tl_napi_shm_read_holds },
+    { "shmHoldsUsed", tl_napi_shm_holds_used },
   };
   static const struct {
     const char *name;
     int32_t value;
   } constants[] = {
-    { "ESIZE", TL_SHM_ESIZE },         { "ENOTSUP", TL_SHM_ENOTSUP },
-    { "HEADER", TL_SHM_HEADER },       { "POKED", TL_SHM_POKED },
-    { "KIND_LOCK", TL_SHM_KIND_LOCK }, { "ROUTE", TL_SHM_ROUTE },
+    { "ESIZE", TL_SHM_ESIZE },
+    { "ENOTSUP", TL_SHM_ENOTSUP },
+    { "HEADER", TL_SHM_HEADER },
+    { "POKED", TL_SHM_POKED },
+    { "KIND_LOCK", TL_SHM_KIND_LOCK },
+    { "ROUTE", TL_SHM_ROUTE },
+    { "RW_BLOCKED", TL_SHM_RW_BLOCKED },
+    { "RW_DEADLK", TL_SHM_RW_DEADLK },
+    { "RW_NOTOWNER", TL_SHM_RW_NOTOWNER },
   };
   napi_value v, table;
 

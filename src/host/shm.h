@@ -20,14 +20,18 @@
 #include "host.h"
 
 /* The header before the data (the data stays page-aligned): the header
- * page, then the waiter nodes (shm_wait.c). */
+ * page, then the waiter nodes (shm_wait.c), then the read holds of the
+ * RWLocks (shm_rw.c). */
 #define TL_SHM_HEADER 65536
 #define TL_SHM_NODES_AT 4096
-#define TL_SHM_NODES ((TL_SHM_HEADER - TL_SHM_NODES_AT) / 32)
+#define TL_SHM_HOLDS 512
+#define TL_SHM_HOLDS_AT (TL_SHM_HEADER - TL_SHM_HOLDS * 16)
+#define TL_SHM_NODES ((TL_SHM_HOLDS_AT - TL_SHM_NODES_AT) / 32)
 /* The layout version written in the header. Version 2: waiter nodes carry
  * a kind (promise waiters ring their process's doorbell; lock waiters are
- * poked when an owner dies), and the header page holds the doorbells. */
-#define TL_SHM_VERSION 2
+ * poked when an owner dies), and the header page holds the doorbells.
+ * Version 3: the last 8 KiB of the header hold the read holds. */
+#define TL_SHM_VERSION 3
 /* Errors of tl_shm_open besides those of error.h. */
 enum {
   TL_SHM_ESIZE = -20,  /* the file exists with another data size */
@@ -170,6 +174,43 @@ void tl__shm_join_ref(tl_shm_join_t *j);
  * oldest first; returns how many it woke, or TL_HOST_ECORRUPT. */
 int64_t tl_shm_notify(tl_shm_join_t *j, char *base, const void *word,
                       int64_t count);
+
+/* Wakes the waiters of the word whose owner id is `owner` (an RWLock's
+ * writer waiting for its readers to leave: shm_rw.c), counting nothing;
+ * 0 or TL_HOST_ECORRUPT. */
+int tl_shm_notify_owner(tl_shm_join_t *j, char *base, const void *word,
+                        uint32_t owner);
+
+/* Read holds of an RWLock word (shm_rw.c). The word: the writer's owner
+ * id (TL_SHM_RW_ID), WAITERS, DIED and DRAINING (lib/ShmRWLock.js). */
+#define TL_SHM_RW_ID 0x1fffffffu
+#define TL_SHM_RW_DIED (1u << 30)
+#define TL_SHM_RW_DRAINING (1u << 31)
+/* Results of tl_shm_read_enter besides 0 (held) and 1 (held, taken over
+ * from a dead writer). */
+enum {
+  TL_SHM_RW_BLOCKED = 2, /* a live writer: nothing left behind */
+  TL_SHM_RW_DEADLK = 3,  /* the caller is the writer, or holds a read
+                            lock behind a waiting writer */
+  TL_SHM_RW_NOTOWNER = 4 /* tl_shm_read_leave: the caller holds none */
+};
+/* One more read hold of the calling thread (owner id `owner`) on the word
+ * at `word`, if no live writer is in the word: 0, 1 (DIED is set: a holder
+ * died since a writer last released, e.g. the dead writer whose id this
+ * call cleared), TL_SHM_RW_BLOCKED,
+ * TL_SHM_RW_DEADLK, TL_HOST_ENODES (every hold of the file in use),
+ * TL_HOST_ECORRUPT. */
+int tl_shm_read_enter(tl_shm_join_t *j, char *base, void *word, uint32_t owner);
+/* One read hold fewer: 0, TL_SHM_RW_NOTOWNER, TL_HOST_ECORRUPT. */
+int tl_shm_read_leave(tl_shm_join_t *j, char *base, void *word, uint32_t owner);
+/* The live read holds of the word (`*mine`: the caller's), after freeing
+ * those of dead owners (setting DIED on the word when there were any);
+ * with `watch`, this process watches the live holders' processes. Returns
+ * the count, or TL_HOST_ECORRUPT, or TL_HOST_ENODES (no watcher thread). */
+int64_t tl_shm_read_holds(tl_shm_join_t *j, char *base, void *word,
+                          uint32_t owner, int watch, int64_t *mine);
+/* Read holds in use, whatever their owner (for the tests). */
+int64_t tl_shm_holds_used(char *base);
 
 /* The waiters of the word whose owner is alive (for the tests and
  * waiterCount), or TL_HOST_ECORRUPT. */

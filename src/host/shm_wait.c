@@ -462,8 +462,11 @@ tl__by_ticket(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-int64_t
-tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
+/* Notifies up to `count` (< 0: all) waiters of the word, oldest first,
+ * only those of owner id `only` when it is not 0. */
+static int64_t
+tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
+           uint32_t only)
 {
   tl_shm_node_t *nodes = tl__nodes(base);
   uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
@@ -485,8 +488,10 @@ tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
       continue;
     uint64_t ticket = atomic_load(&n->ticket);
     uint32_t kind = atomic_load(&n->kind);
-    /* Offset, ticket and kind belong to this publication of the node. */
-    if (atomic_load(&n->state) != s)
+    uint32_t owner = atomic_load(&n->owner);
+    /* Offset, ticket, kind and owner belong to this publication of the
+     * node. */
+    if (atomic_load(&n->state) != s || (only != 0 && owner != only))
       continue;
     cand[found].node = n;
     cand[found].state = s;
@@ -517,6 +522,20 @@ tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
   }
   free(cand);
   return woken;
+}
+
+int64_t
+tl_shm_notify(tl_shm_join_t *j, char *base, const void *word, int64_t count)
+{
+  return tl__notify(j, base, word, count, 0);
+}
+
+int
+tl_shm_notify_owner(tl_shm_join_t *j, char *base, const void *word,
+                    uint32_t owner)
+{
+  int64_t r = tl__notify(j, base, word, -1, owner);
+  return r < 0 ? (int)r : 0;
 }
 
 int64_t

@@ -1,0 +1,414 @@
+'use strict'
+
+// RWLock on memory shared by processes (threadlock/host's
+// openSharedMemory). `new RWLock(buffer, byteOffset)` and
+// `RWLock.from(handle)` return one of these when the word lies in such
+// memory (chosen once, at construction: the in-process RWLock keeps its own
+// code). It is an RWLock (instanceof, the same methods) with its own
+// protocol, on the file's waiter list (src/host/shm_wait.c), its owner ids
+// (src/host/shm_owners.c) and its read-hold records (src/host/shm_rw.c).
+//
+// The word: bits 0..28 the writer's owner id (a writer that holds the lock,
+// or one that waits for the readers to leave; 0: none), bit 29 WAITERS
+// (somebody may sleep on the word), bit 30 DIED (a holder died since a
+// writer last released), bit 31 DRAINING (set by a writer that waits for
+// the readers to leave, before each look at them; cleared by a reader that
+// leaves, so that the writer's sleep on the old value ends). The readers are not in the word: each thread's read
+// locks on it are a record of the file (shm_rw.c), so that they belong to
+// their thread across processes and a dead thread's are found.
+//
+// A reader (shmReadEnter): counts itself in its record, then reads the
+// word; with a live writer's id there it backs off (and wakes that writer:
+// shm_rw.c, R2), sets WAITERS and sleeps on the word until the writer
+// releases. A dead writer's id is cleared with DIED (the readers take the
+// lock over and are told).
+// A writer: first puts its id into the word (one compare-exchange from no
+// writer, or from a dead writer's id with DIED; barging, as lib/ShmLock.js;
+// a live writer there: WAITERS, sleep); from then on no new reader enters.
+// Then it reads the records (shmReadHolds): while live readers hold, it
+// sleeps on the word as it was before that read; dead readers' records are
+// emptied and set DIED. The lock is its once none are left.
+// Releasing the write lock: a compare-exchange to 0 and, with WAITERS, a notify of every sleeper: readers
+// all go in, writers compete. A writer that gives up while it waits for
+// readers (timeout, abort, a worker's end) takes its id out the same way.
+//
+// Invariants:
+// - W1 (exclusion). A writer holds only after it found no live read hold
+//   while its id was in the word; a reader holds only after it found no
+//   live writer in the word while its count was in its record; sequential
+//   consistency makes one of each pair see the other (shm_rw.c, R1). Only
+//   a compare-exchange from no writer or a dead one puts an id in the word;
+//   only its writer takes it out, or anyone once it is dead.
+// - W2 (no lost wake-up). A sleeper publishes its node while the word
+//   holds the value it saw (the list's value check); a writer's release or
+//   withdrawal after that sees WAITERS and notifies every sleeper; a
+//   reader's leaving clears DRAINING (shm_rw.c, R2) and wakes the
+//   writer.
+// - W3 (owner death). Waiters watch the writer's process and the readers'
+//   processes (a thread blocked on each one's liveness byte), having read
+//   the file's poke counter before they looked: a death pokes them and they
+//   look again. A dead writer's id is taken over (DIED); dead readers'
+//   records count for nobody and are emptied (DIED).
+// - W4 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
+//   their event loop; wakes come from releases, a leaving reader, deaths
+//   and thread ends (a blocking wait's 10 ms slices for the termination
+//   probe aside).
+//
+// Not built (as lib/ShmLock.js): writers barge (a waiting writer competes
+// with running ones, no hand-off, no bound on its wait), and the requests
+// of one thread are not ordered among themselves. A writer killed while it
+// waited for readers counts as a holder that died (DIED), although it never
+// held: nothing tells the two apart.
+
+const { SharedSlot } = require('./SharedSlot')
+const gate = require('./gate')
+const native = require('./native')
+const shmWait = require('./shmWait')
+const { readSyncOptions, readAsyncOptions } = require('./validate')
+const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
+
+const { RESULT_INTERRUPTED } = native.constants
+const ID = 0x1fffffff
+const WAITERS = 1 << 29
+const DIED = 1 << 30
+const DRAINING = 1 << 31
+
+const { compareExchange, load } = Atomics
+
+// shmReadHolds modes (bits): watch the holders' processes; answer -1 when
+// this thread holds read locks itself.
+const WATCH = 1
+const REFUSE_MINE = 2
+
+// Numbers the write holds of this thread (for the release functions).
+let holds = 0
+
+class ShmRWLock extends SharedSlot {
+  #i32
+  #me
+  #hold = 0
+  // The value last seen held by another writer.
+  #seen = 0
+  // Write requests of this object whose id is in the word but which wait
+  // for readers to leave (releaseWrite() must not end them).
+  #draining = 0
+  #releaseWrite = Object.assign((hold) => {
+    if (hold === this.#hold) this.releaseWrite()
+  }, { hold: () => this.#hold })
+
+  #releaseRead = () => this.releaseRead()
+
+  constructor (buffer, byteOffset) {
+    super({ type: 'RWLock', words: 1, shm: true }, [buffer, byteOffset])
+    this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#me = native.shmOwnerId(this.#i32)
+  }
+
+  get handle () { return { type: 'RWLock', buffer: this.buffer, byteOffset: this.byteOffset } }
+
+  /** Read locks held now, in every thread of every process. */
+  get readers () { return native.shmReadHolds(this.#i32, 0, 0) }
+
+  /**
+   * The writer's owner id in the file (unique across processes), or null;
+   * also a writer that waits for readers to leave.
+   */
+  get writer () {
+    const id = load(this.#i32, 0) & ID
+    return id === 0 ? null : id
+  }
+
+  /** Requests (blocking and promise, every process) sleeping on the lock. */
+  get waiting () { return native.waiterCount(this.#i32, 0) }
+
+  get ownerDied () {
+    const v = load(this.#i32, 0)
+    const id = v & ID
+    if (id !== 0) return (v & DIED) !== 0 || !native.shmOwnerAlive(this.#i32, id)
+    return (v & DIED) !== 0 && this.readers > 0
+  }
+
+  // ---- readers
+
+  // One attempt: whether the lock was taken over from a dead writer, or
+  // undefined (a live writer: #seen holds the word), or null (this thread
+  // holds read locks and a writer waits for them: EDEADLK).
+  #enter () {
+    const r = native.shmReadEnter(this.#i32, 0)
+    if (r === 0) return false
+    if (r === 1) return true
+    const v = load(this.#i32, 0)
+    // The writer is this thread: wait for its release (promise forms).
+    if (r === RW_DEADLK && (v & ID) !== this.#me) return null
+    this.#seen = v
+    return undefined
+  }
+
+  // Sets WAITERS on the value #seen and has this process watch its writer's
+  // death (W3). Returns the value to sleep on, or undefined when the word
+  // changed meanwhile or its writer is gone (try again).
+  #prepare () {
+    const v = this.#seen
+    const id = v & ID
+    if (id === 0) return undefined
+    const w = v | WAITERS
+    if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
+    native.shmWatch(this.#i32, 0, id)
+    // The writer's liveness again, now that its watcher is started: a
+    // death before this look is seen here, one after it pokes.
+    if (id !== this.#me && !native.shmOwnerAlive(this.#i32, id)) return undefined
+    return w
+  }
+
+  tryAcquireRead () {
+    const r = native.shmReadEnter(this.#i32, 0)
+    return r === 0 || r === 1
+  }
+
+  acquireReadSync (options) {
+    const where = 'RWLock.acquireReadSync'
+    const timeout = readSyncOptions(options, where)
+    const deadline = gate.deadlineOf(timeout)
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const died = this.#enter()
+      if (died === null) throw deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted')
+      if (died !== undefined) return died
+      if ((this.#seen & ID) === this.#me) throw deadlockError(where, 'this thread holds the write lock, so a blocking read would never return')
+      const left = gate.remaining(deadline)
+      if (left === 0) throw timeoutError(timeout, where)
+      const w = this.#prepare()
+      if (w === undefined) continue
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
+      if (r === RESULT_INTERRUPTED) stopTerminated(where)
+    }
+  }
+
+  releaseRead () {
+    if (native.shmReadLeave(this.#i32, 0) === RW_NOTOWNER) {
+      throw notOwnerError('RWLock.releaseRead', 'this thread holds no read lock on it (read locks belong to their thread, in every process)')
+    }
+  }
+
+  acquireRead (options) {
+    return gate.rejecting(() => this.#acquireRead(options, 'RWLock.acquireRead'))
+  }
+
+  #acquireRead (options, where) {
+    const o = readAsyncOptions(options, where, true)
+    if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
+    const died = this.#enter()
+    if (died === null) return Promise.reject(deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted'))
+    if (died !== undefined) return Promise.resolve(gate.makeRelease(this.#releaseRead, died))
+    if (!o.blocking) return Promise.reject(busyError(where))
+    if (o.timeout === 0) return Promise.reject(timeoutError(0, where))
+    return this.#waitRead(o, where)
+  }
+
+  async #waitRead (o, where) {
+    const deadline = gate.deadlineOf(o.timeout)
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const died = this.#enter()
+      if (died === null) throw deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted')
+      if (died !== undefined) return gate.makeRelease(this.#releaseRead, died)
+      const left = gate.remaining(deadline)
+      if (left === 0) throw timeoutError(o.timeout, where)
+      const w = this.#prepare()
+      if (w === undefined) continue
+      let r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
+      if (typeof r !== 'number') r = await r
+      if (r === 'timed-out') throw timeoutError(o.timeout, where)
+    }
+  }
+
+  runRead (callback, options) {
+    return gate.rejecting(() => gate.runHolding(callback, 'RWLock.runRead', () => this.#acquireRead(options, 'RWLock.runRead')))
+  }
+
+  // ---- writers
+
+  // Puts this thread's id into the word: true when it did (a dead writer's
+  // id taken over sets DIED), undefined when a live writer is there
+  // (#seen), null when that writer is this thread.
+  #claim () {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      const id = v & ID
+      let next
+      if (id === 0) next = (v & (WAITERS | DIED)) | this.#me
+      else if (id === this.#me) return null
+      else if (!native.shmOwnerAlive(this.#i32, id)) next = (v & WAITERS) | this.#me | DIED
+      else {
+        this.#seen = v
+        return undefined
+      }
+      if (compareExchange(this.#i32, 0, v, next) === v) return true
+    }
+  }
+
+  // Takes this thread's id out of the word without having held (a writer
+  // that gives up while readers hold), waking every sleeper: the readers it
+  // held back may go in.
+  #withdraw () {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & ID) !== this.#me) return
+      if (compareExchange(this.#i32, 0, v, v & ~(ID | WAITERS | DRAINING)) === v) {
+        if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, Infinity)
+        return
+      }
+    }
+  }
+
+  // Sets DRAINING (this thread's id is in the word): the value to sleep on
+  // while readers hold (shm_rw.c, R2).
+  #mark () {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & DRAINING) !== 0 || compareExchange(this.#i32, 0, v, v | DRAINING) === v) return v | DRAINING
+    }
+  }
+
+  // The write lock is this thread's (no reader left): DRAINING goes, and
+  // whether a holder died since a writer last released.
+  #granted () {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & DRAINING) === 0 || compareExchange(this.#i32, 0, v, v & ~DRAINING) === v) break
+    }
+    this.#hold = ++holds
+    return (load(this.#i32, 0) & DIED) !== 0
+  }
+
+  tryAcquireWrite () {
+    if (this.#claim() !== true) return false
+    if (native.shmReadHolds(this.#i32, 0, 0) === 0) {
+      this.#granted()
+      return true
+    }
+    this.#withdraw()
+    return false
+  }
+
+  acquireWriteSync (options) {
+    const where = 'RWLock.acquireWriteSync'
+    const timeout = readSyncOptions(options, where)
+    const deadline = gate.deadlineOf(timeout)
+    // First the word: this thread's id in it.
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const claimed = this.#claim()
+      if (claimed === null) throw deadlockError(where, 'this thread holds the write lock, so a blocking acquireWriteSync() would never return')
+      if (claimed) break
+      const left = gate.remaining(deadline)
+      if (left === 0) throw timeoutError(timeout, where)
+      const w = this.#prepare()
+      if (w === undefined) continue
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
+      if (r === RESULT_INTERRUPTED) stopTerminated(where)
+    }
+    // Then the readers: none left.
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const w = this.#mark()
+      let n = native.shmReadHolds(this.#i32, 0, WATCH | REFUSE_MINE)
+      // A death between the first read and the watch is seen by the second.
+      if (n > 0) n = native.shmReadHolds(this.#i32, 0, REFUSE_MINE)
+      if (n === 0) return this.#granted()
+      if (n < 0) {
+        this.#withdraw()
+        throw deadlockError(where, 'this thread holds a read lock, so the write lock could never be granted')
+      }
+      const left = gate.remaining(deadline)
+      if (left === 0) {
+        this.#withdraw()
+        throw timeoutError(timeout, where)
+      }
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
+      if (r === RESULT_INTERRUPTED) {
+        this.#withdraw()
+        stopTerminated(where)
+      }
+    }
+  }
+
+  releaseWrite () {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & ID) !== this.#me || this.#draining !== 0) {
+        throw notOwnerError('RWLock.releaseWrite', (v & ID) === 0
+          ? 'the write lock is not held'
+          : 'the write lock is not held by this thread (of this or another process)')
+      }
+      if (compareExchange(this.#i32, 0, v, 0) === v) {
+        this.#hold = 0
+        if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, Infinity)
+        return
+      }
+    }
+  }
+
+  acquireWrite (options) {
+    return gate.rejecting(() => this.#acquireWrite(options, 'RWLock.acquireWrite'))
+  }
+
+  #acquireWrite (options, where) {
+    const o = readAsyncOptions(options, where, true)
+    if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
+    if (!o.blocking) {
+      return this.tryAcquireWrite()
+        ? Promise.resolve(gate.makeRelease(this.#releaseWrite, (load(this.#i32, 0) & DIED) !== 0))
+        : Promise.reject(busyError(where))
+    }
+    return this.#waitWrite(o, where)
+  }
+
+  async #waitWrite (o, where) {
+    const deadline = gate.deadlineOf(o.timeout)
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      // The writer is this thread (another request of it): wait for it.
+      const claimed = this.#claim()
+      if (claimed) break
+      const left = gate.remaining(deadline)
+      if (left === 0) throw timeoutError(o.timeout, where)
+      if (claimed === null) this.#seen = load(this.#i32, 0)
+      const w = this.#prepare()
+      if (w === undefined) continue
+      let r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
+      if (typeof r !== 'number') r = await r
+      if (r === 'timed-out') throw timeoutError(o.timeout, where)
+    }
+    this.#draining++
+    try {
+      for (;;) {
+        const pokes = native.shmPokes(this.#i32)
+        const w = this.#mark()
+        // This thread's own read locks count: it may release them meanwhile.
+        let n = native.shmReadHolds(this.#i32, 0, WATCH)
+        if (n > 0) n = native.shmReadHolds(this.#i32, 0, 0)
+        if (n === 0) break
+        const left = gate.remaining(deadline)
+        if (left === 0) throw timeoutError(o.timeout, where)
+        let r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
+        if (typeof r !== 'number') r = await r
+        if (r === 'timed-out') throw timeoutError(o.timeout, where)
+      }
+    } catch (err) {
+      this.#draining--
+      this.#withdraw()
+      throw err
+    }
+    this.#draining--
+    return gate.makeRelease(this.#releaseWrite, this.#granted())
+  }
+
+  runWrite (callback, options) {
+    return gate.rejecting(() => gate.runHolding(callback, 'RWLock.runWrite', () => this.#acquireWrite(options, 'RWLock.runWrite')))
+  }
+}
+
+const { RW_DEADLK, RW_NOTOWNER } = native.shmConstants || {}
+
+module.exports = { ShmRWLock }
