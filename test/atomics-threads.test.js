@@ -42,6 +42,10 @@ function views (sab) {
 
 const peers = new Set()
 const buffers = new Set()
+// Workers of finished tests whose every command had ended, for the next
+// Peer: a thread start costs more than most tests here. Unref'd while
+// idle, so that they keep no mocha process alive.
+const idle = []
 
 // Every buffer a test uses, so that the cleanup can wake whatever a failed
 // test left waiting on this thread (a pending waitAsync keeps mocha alive).
@@ -59,10 +63,26 @@ class Peer {
     this.ended = new Set() // ids of commands that reported 'done'
     this.listeners = []
     this.nextId = 1
-    this.worker = new Worker(FIXTURE, { workerData: { sab } })
-    this.worker.on('message', (m) => this.deliver(m))
-    this.worker.on('error', (err) => this.deliver({ type: 'crash', error: String(err && err.stack) }))
-    this.worker.on('exit', (code) => this.deliver({ type: 'exit', code }))
+    this.on = {
+      message: (m) => this.deliver(m),
+      error: (err) => this.deliver({ type: 'crash', error: String(err && err.stack) }),
+      exit: (code) => this.deliver({ type: 'exit', code })
+    }
+    this.worker = idle.pop()
+    if (this.worker === undefined) {
+      const worker = new Worker(FIXTURE, { workerData: { sab } })
+      const leave = () => {
+        if (idle.includes(worker)) idle.splice(idle.indexOf(worker), 1)
+      }
+      // Between tests too: an error event with no listener would throw here.
+      worker.on('error', leave)
+      worker.on('exit', leave)
+      this.worker = worker
+    } else {
+      this.worker.ref()
+      this.worker.postMessage({ op: 'attach', sab })
+    }
+    for (const [event, listener] of Object.entries(this.on)) this.worker.on(event, listener)
     peers.add(this)
   }
 
@@ -106,11 +126,23 @@ class Peer {
   }
 
   // Stops listening: pending `next` calls never settle, so that no timer
-  // of a finished test fires into a later one.
+  // of a finished test fires into a later one. A worker whose every
+  // command has ended, with nothing gone wrong, waits for the next Peer;
+  // any other is terminated.
   async close () {
     for (const l of this.listeners) l.cancel()
     this.listeners = []
-    await this.worker.terminate()
+    for (const [event, listener] of Object.entries(this.on)) this.worker.off(event, listener)
+    let allEnded = true
+    for (let id = 1; id < this.nextId; id++) allEnded = allEnded && this.ended.has(id)
+    const quiet = this.failure === undefined && allEnded &&
+      !this.messages.some((m) => m.type === 'exit' || m.type === 'error' || m.type === 'crash')
+    if (quiet) {
+      this.worker.unref()
+      idle.push(this.worker)
+    } else {
+      await this.worker.terminate()
+    }
   }
 
   async ready () {
@@ -180,6 +212,7 @@ async function assertStillWaiting (calls, locals = []) {
 
 describe('atomics across threads', function () {
   this.timeout(60000)
+  after(() => Promise.all(idle.splice(0).map((w) => w.terminate())))
 
   afterEach(async () => {
     const all = [...peers]

@@ -9,7 +9,7 @@
 
 const assert = require('assert')
 const { Barrier, waiterCount } = require('..')
-const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, reuse, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/barrier-tasks')
 
 // Waits in progress on the barrier, from the waiter list of its state word.
@@ -156,6 +156,7 @@ describe('Barrier (one thread)', () => {
 
 describe('Barrier across threads', function () {
   afterEach(cleanup)
+  reuse() // no test here needs a thread of its own
 
   it('2,000 phases with main + 3 workers (sync and async): one true per phase, no party ever a phase ahead', async () => {
     const PHASES = 2000

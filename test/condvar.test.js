@@ -11,7 +11,7 @@
 const assert = require('assert')
 const { threadId } = require('worker_threads')
 const { AsyncLock, ConditionVariable, LockError } = require('..')
-const { TestWorker, openIn, started, cleanup, within, until, sleep, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, reuse, within, until, sleep, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/cv-tasks')
 
 // A worker with the lock as ctx.locks[0] and the variable as state.cv;
@@ -243,6 +243,7 @@ describe('ConditionVariable (one thread)', () => {
 
 describe('ConditionVariable across threads', function () {
   afterEach(cleanup)
+  reuse() // no test here needs a thread of its own
 
   it('a bounded buffer: 2 producers and 2 consumers (sync and async, main among them) pass every item exactly once', async () => {
     const PER_PRODUCER = 4000

@@ -8,7 +8,7 @@
 
 const assert = require('assert')
 const { CountDownLatch, waiterCount } = require('..')
-const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, reuse, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 
 const MAX = 0x7fffffff
 
@@ -160,6 +160,7 @@ describe('CountDownLatch (one thread)', () => {
 
 describe('CountDownLatch across threads', function () {
   afterEach(cleanup)
+  reuse() // no test here needs a thread of its own
 
   it('waiting workers (sync and async) and main are released only when a worker brings the count to 0', async () => {
     const latch = new CountDownLatch(5)

@@ -12,7 +12,7 @@ const { Worker, threadId } = require('worker_threads')
 const tl = require('..')
 const { AsyncLock, RWLock, Semaphore, AbortError } = tl
 const {
-  TestWorker, within, until, finished, sleep, openIn, started, cleanup, track, assertCode
+  TestWorker, within, until, sleep, openIn, started, cleanup, track, assertCode
 } = require('./fixtures/threads')
 
 // Today's woken bit, only to count how often item 2's window was hit; 0
@@ -39,17 +39,72 @@ const policy = tl.lockPolicy
 const UNREF = Object.freeze({ ref: false })
 
 const spawned = new Set()
+// Workers whose job ended with its report, for the next spawn(): a thread
+// start is most of a short round's time here (a few hundred ms of a loaded
+// machine per round), and a loop leaves nothing held or queued when it
+// reports (contract-worker.js). A worker that was terminated, failed or
+// is still running when its test ends is never reused. Unref'd while idle,
+// so that the pool keeps no mocha process alive.
+const idle = []
 
-/** A contract-worker.js in `mode` on `primitive`; resolves with its report. */
+/**
+ * A contract-worker.js in `mode` on `primitive`: an idle one of this file's
+ * or a new one; `done` resolves with its report.
+ */
 function spawn (mode, primitive, ctl, extra = {}) {
-  const worker = new Worker(WORKER, { workerData: { mode, handle: primitive.handle, ctl: ctl.buffer, ...extra } })
-  const w = { worker, done: finished(worker), error: null }
+  const job = { mode, handle: primitive.handle, ctl: ctl.buffer, ...extra }
+  let worker = idle.pop()
+  if (worker !== undefined) {
+    worker.ref()
+    worker.postMessage(job)
+  } else {
+    worker = new Worker(WORKER, { workerData: { pooled: true, job } })
+    const leave = () => {
+      if (idle.includes(worker)) idle.splice(idle.indexOf(worker), 1)
+    }
+    // Between jobs too: an error event with no listener would throw here.
+    worker.on('error', leave)
+    worker.on('exit', leave)
+  }
+  const w = { worker, error: null }
   spawned.add(worker)
-  worker.once('exit', () => spawned.delete(worker))
+  // Every listener at once: a worker can report and fail before anything
+  // here awaits.
+  w.done = new Promise((resolve, reject) => {
+    const onMessage = (report) => {
+      off()
+      spawned.delete(worker)
+      worker.unref()
+      idle.push(worker)
+      resolve(report)
+    }
+    const onError = (err) => {
+      off()
+      spawned.delete(worker)
+      reject(err)
+    }
+    const onExit = (code) => {
+      off()
+      spawned.delete(worker)
+      reject(new Error(`a worker exited (code ${code}) without a report`))
+    }
+    const off = () => {
+      worker.off('message', onMessage)
+      worker.off('error', onError)
+      worker.off('exit', onExit)
+    }
+    worker.once('message', onMessage)
+    worker.once('error', onError)
+    worker.once('exit', onExit)
+  })
   // A worker that fails before it starts must say why, not time out.
   w.done.catch((err) => { w.error = err })
   return w
 }
+
+// The idle workers end with the file's run (a root hook: in a parallel run
+// each file is a run of its own; in a serial one it runs once, at the end).
+after(() => Promise.all(idle.splice(0).map((w) => w.terminate())))
 
 /** Resolves once `n` workers have started; fails at once if one failed. */
 function allStarted (ctl, workers, n = workers.length, ms = 25000) {

@@ -12,7 +12,7 @@ const assert = require('assert')
 const path = require('path')
 const { Worker, threadId } = require('worker_threads')
 const { RWLock } = require('..')
-const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, reuse, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/rw-tasks')
 
 const EXIT_HOLDING = path.join(__dirname, 'fixtures', 'rw-exit-holding.js')
@@ -246,6 +246,7 @@ describe('RWLock (one thread)', () => {
 
 describe('RWLock across threads', function () {
   afterEach(cleanup)
+  reuse() // no test here needs a thread of its own
 
   it('readers of four threads hold the lock together; a writer cannot enter meanwhile', async () => {
     const rw = new RWLock()

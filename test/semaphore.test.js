@@ -10,7 +10,7 @@
 
 const assert = require('assert')
 const { Semaphore, lockPolicy } = require('..')
-const { TestWorker, openIn, started, cleanup, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
+const { TestWorker, openIn, started, cleanup, reuse, within, until, sleep, thrown, rejection, assertCode, assertAbort, refusals } = require('./fixtures/threads')
 const tasks = require('./fixtures/sem-tasks')
 
 const MAX = 0x1fffffff
@@ -350,6 +350,7 @@ describe('Semaphore (one thread)', () => {
 
 describe('Semaphore across threads', function () {
   afterEach(cleanup)
+  reuse() // no test here needs a thread of its own
 
   it('a handle posted to a worker opens the same permits there', async () => {
     const sem = new Semaphore(4, new SharedArrayBuffer(16), 12)

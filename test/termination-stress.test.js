@@ -4,7 +4,8 @@
 // hammer one AsyncLock (default and FIFO), RWLock, Semaphore or named lock
 // with every request form at random (test/fixtures/termination-hammer.js),
 // some of them from two async lanes at once, while the test terminates one
-// or two of them at random moments and starts fresh ones. After the
+// or two of them at random moments and starts fresh ones in their place
+// (threads started ahead, so that they join at once). After the
 // terminations every worker must keep making requests; then all stop, and
 // every request must settle (a stall fails the round and names what each
 // worker was doing, it does not hang). Mutual exclusion must have held
@@ -24,6 +25,8 @@ const H = require('./fixtures/termination-hammer')
 const FIXTURE = require.resolve('./fixtures/termination-hammer')
 const ROUNDS = 40 * STRESS_SCALE
 const POOL = 4
+const KILLS = 2 // the most workers a round terminates
+const SPARES = 4 // workers started ahead for the rounds to come
 const PERMITS = 9 // two deaths holding 3 each still leave room for any request
 const SETTLE_MS = 10000 // for requests of at most a few ms each, on a busy machine
 const PROGRESS_MS = 10000
@@ -61,10 +64,14 @@ class Stress {
     this.pool = [] // by slot
     this.everyone = []
     this.dead = [] // workers terminated
+    this.spares = [] // started workers that no slot holds yet (see topUp())
+    this.coming = 0 // spares on their way
+    this.failed = null // why a spare did not start
     this.stats = {}
   }
 
-  async spawn (slot) {
+  /** A new worker, once it has loaded threadlock and opened the primitive. */
+  async prepare () {
     const id = ++this.nextId
     assert.ok(id < this.maxIds, 'more workers than the shared arrays have room for')
     Atomics.store(this.ctl, H.MAX_ID, id)
@@ -74,11 +81,51 @@ class Stress {
         state.primitive = require(workerData.fixture).open(tl, workerData)
       }
     })
-    const w = { tw, id, slot, threadId: tw.threadId, loop: null }
+    const w = { tw, id, slot: -1, threadId: tw.threadId, loop: null }
     this.everyone.push(w)
-    this.pool[slot] = w
     await tw.ready()
     return w
+  }
+
+  /** Puts a worker (new or spare) in `slot` of the pool. */
+  place (w, slot) {
+    w.slot = slot
+    this.pool[slot] = w
+    return w
+  }
+
+  async spawn (slot) {
+    return this.place(await this.prepare(), slot)
+  }
+
+  /**
+   * Starts workers until SPARES are ready or on their way, in the
+   * background: a worker terminated in a round is replaced by a spare at
+   * once, instead of the survivors hammering on their own for as long as a
+   * thread takes to start (a few hundred ms on a loaded machine, most of
+   * this file's CPU time), and the spares of the next round start while
+   * this one runs, as the replacements used to.
+   */
+  topUp () {
+    while (this.spares.length + this.coming < SPARES) {
+      this.coming++
+      this.prepare().then((w) => {
+        this.coming--
+        this.spares.push(w)
+      }, (err) => {
+        this.coming--
+        this.failed = err
+      })
+    }
+  }
+
+  /** Resolves once a round's worth of spares is ready. */
+  async fill () {
+    this.topUp()
+    await until(() => {
+      if (this.failed) throw this.failed
+      return this.spares.length >= KILLS
+    }, 'the spare workers did not start', 20000)
   }
 
   start (w) {
@@ -153,11 +200,11 @@ class Stress {
       for (const v of victims) {
         await sleep(Math.random() * 8)
         await this.terminate(v)
-        fresh.push(this.spawn(v.slot))
+        fresh.push(this.place(this.spares.shift(), v.slot))
       }
+      this.topUp()
     }
-    const newcomers = await Promise.all(fresh)
-    newcomers.forEach((w) => this.start(w))
+    fresh.forEach((w) => this.start(w))
     const alive = this.pool
     const before = alive.map((w) => this.ops(w))
     try {
@@ -202,6 +249,7 @@ class Stress {
     await Promise.all(Array.from({ length: POOL }, (_, slot) => this.spawn(slot)))
     for (let r = 0; r < ROUNDS; r++) {
       progress(`${label}: round ${r + 1} / ${ROUNDS}, ${this.dead.length} terminated`)
+      await this.fill()
       await this.round(r, { state: () => atRest.describe() })
       await atRest.check(r)
     }
