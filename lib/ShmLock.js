@@ -41,7 +41,9 @@
 //   (binding_shm.c: a poke).
 // - I4 (owner death wakes the sleepers). Before it sleeps, a waiter has
 //   this process watch the holder's process and those of the word's other
-//   waiters (a thread blocked on each one's liveness byte, shm_owners.c),
+//   waiters (a thread blocked on each one's liveness byte, shm_owners.c,
+//   which sees the death also when the slot is claimed again before it
+//   blocks),
 //   then looks at the holder's liveness once more (a death before the
 //   watch is seen there, one after it is the watcher's), having read the
 //   file's poke counter before its first look (a poke whose scan missed
@@ -51,6 +53,11 @@
 //   again: a dead holder is taken over (DIED), a free word taken. So a
 //   holder killed with waiters hands the lock to one of them with
 //   ownerDied, and one killed without waiters to the next acquirer.
+//   A waiter that a release woke is watched by the releasing process
+//   (src/host/shm_wait.c, tl__notify): if it dies before it took the word,
+//   the others wake, also one that published after it without seeing it.
+//   A notify that dies between its state change and its wake leaves the
+//   node NOTIFIED; the poke of its death gives the wake again.
 // - I5 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
 //   their event loop; wakes come from notify, death and thread end only
 //   (a blocking wait's 10 ms slices for the termination probe aside).
@@ -77,6 +84,11 @@ const { compareExchange, load } = Atomics
 // watch (THREADLOCK_SHM_TEST_LOOK_DELAY_MS), the window in which the holder
 // may die unwatched.
 const LOOK_DELAY_MS = Number(process.env.THREADLOCK_SHM_TEST_LOOK_DELAY_MS) || 0
+// And one between its watch (which looked at the word's waiters) and the
+// publication of its node (THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS): a waiter
+// that publishes meanwhile is older and not watched by this one.
+const PUBLISH_DELAY_MS = Number(process.env.THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS) || 0
+const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 
 // Numbers the holds of this thread (for the release functions).
 let holds = 0
@@ -160,13 +172,14 @@ class ShmLock extends SharedSlot {
     const v = this.#seen
     const w = v | WAITERS
     if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
-    if (LOOK_DELAY_MS > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, LOOK_DELAY_MS)
+    if (LOOK_DELAY_MS > 0) pause(LOOK_DELAY_MS)
     native.shmWatch(this.#i32, 0, v & ID)
     // The holder's liveness again, now that its watcher is started (or was
     // not, because it had died): a death before this look is seen here, one
     // after it pokes (I4). Without this look, a holder that died between
     // #try's look and the watch would be watched by nobody.
     if (!native.shmOwnerAlive(this.#i32, v & ID)) return undefined
+    if (PUBLISH_DELAY_MS > 0) pause(PUBLISH_DELAY_MS)
     return w
   }
 

@@ -86,6 +86,40 @@ function next (c) {
   })
 }
 
+// What the file `<dir>/<name>.shm` holds, for a failure's message: the
+// first words of the data and every waiter node that is not free (state,
+// owner id, offset, ticket, kind), and the children's threads' states.
+function fileState (dir, name, kids = []) {
+  const f = fs.readFileSync(path.join(dir, `${name}.shm`))
+  const out = [`data: ${Array.from({ length: 6 }, (_, k) => (f.readUInt32LE(HEADER + 4 * k)).toString(16)).join(' ')}`]
+  for (let k = 0; (4096 + 32 * (k + 1)) <= HEADER - 512 * 16; k++) {
+    const at = 4096 + 32 * k
+    const st = f.readUInt32LE(at)
+    if ((st & 3) === 0) continue
+    out.push(`node ${k}: ${['free', 'busy', 'waiting', 'notified'][st & 3]} owner ${f.readUInt32LE(at + 4).toString(16)} offset ${f.readBigUInt64LE(at + 8)} ticket ${f.readBigUInt64LE(at + 16)} kind ${f.readUInt32LE(at + 24)}`)
+  }
+  for (const k of kids) {
+    const pid = k.child.pid
+    let tasks = []
+    try { tasks = fs.readdirSync(`/proc/${pid}/task`) } catch { continue }
+    const states = tasks.map((t) => {
+      try {
+        const comm = fs.readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim()
+        return `${comm}:${fs.readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8')}`
+      } catch { return '?' }
+    })
+    out.push(`pid ${pid} (id ${Number(k.line).toString(16)}): ${states.filter((x) => !/^(V8|node|libuv|DelayedTask|threadlock-h)/.test(x) || /^node:/.test(x)).join(' ')}`)
+  }
+  return out.join('\n')
+}
+
+// Awaits `p`, or fails after ms with what `describe()` returns.
+async function orState (p, ms, describe) {
+  let timer
+  const late = new Promise((resolve, reject) => { timer = setTimeout(() => reject(new Error(`not settled after ${ms} ms:\n${describe()}`)), ms) })
+  try { return await Promise.race([p, late]) } finally { clearTimeout(timer) }
+}
+
 // Polls `f` every 10 ms for up to 30 s.
 async function until (f, what) {
   for (let k = 0; k < 3000; k++) {
@@ -950,6 +984,128 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.strictEqual(out, 'waiting\ngot true\n')
     })
 
+    // Collects what a process prints.
+    const lines = (c) => { const got = { text: '' }; c.stdout.on('data', (d) => { got.text += d }); return got }
+    // Resolves with the promise's value, or 'still pending' after ms.
+    const within = (p, ms) => Promise.race([p, new Promise((resolve) => setTimeout(() => resolve('still pending'), ms))])
+
+    it('a woken promise request whose process is killed before it ran: a waiter that published after it without seeing it still gets the lock (THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS)', async () => {
+      const procs = []
+      try {
+        const b = openSharedMemory('kq', { path: dir, size: 64 })
+        const lock = new threadlock.AsyncLock(b, 0)
+        lock.lock()
+        // N, started first: on its first line it queues a promise request,
+        // on its second its main thread stays busy for ever.
+        const n = await child(`const threadlock = require(${INDEX})
+          const lock = new threadlock.AsyncLock(host.openSharedMemory('kq', { path: dir, size: 64 }), 0)
+          let k = 0
+          process.stdin.on('data', () => {
+            if (k++ === 0) { lock.acquire().then(() => say('N ran')); say('queued') } else { say('busy'); for (;;); }
+          })
+          say('ready')`, dir)
+        procs.push(n.child)
+        // T looks at the word's waiters (none yet), then pauses before it
+        // publishes its node.
+        const t = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+          const lock = new threadlock.AsyncLock(host.openSharedMemory('kq', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+          console.log('waiting')
+          lock.lock()
+          console.log('got ' + lock.ownerDied)
+          lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS: '4000' } })
+        procs.push(t)
+        const tOut = lines(t)
+        await until(() => tOut.text === 'waiting\n', 'T')
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        // N publishes inside T's pause: the older node, unseen by T.
+        const queued = next(n.child)
+        n.child.stdin.write('q\n')
+        assert.strictEqual(await queued, 'queued')
+        assert.strictEqual(lock.waiting, 1, 'T published before N (its pause was too short for this machine)')
+        const busy = next(n.child)
+        n.child.stdin.write('b\n')
+        assert.strictEqual(await busy, 'busy')
+        await until(() => lock.waiting === 2, 'T\'s node')
+        assert.strictEqual(tOut.text, 'waiting\n')
+        lock.unlock() // wakes N, the oldest, whose request does not run
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        n.child.kill('SIGKILL')
+        await exited(n.child)
+        assert.strictEqual(await within(exited(t).then(() => tOut.text), 10000), 'waiting\ngot false\n')
+        assert.strictEqual(lock.locked, false)
+        assert.strictEqual(lock.waiting, 0)
+      } finally {
+        for (const c of procs) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+      }
+    })
+
+    it('a releasing process killed between a promise request\'s wake and its doorbell: the request is still granted (THREADLOCK_SHM_TEST_RING_DELAY_MS)', async () => {
+      const procs = []
+      try {
+        const r = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+          const lock = new threadlock.AsyncLock(host.openSharedMemory('kr', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+          lock.lock()
+          process.stdin.on('data', () => { console.log('releasing'); lock.unlock(); console.log('released') })
+          console.log('holding')`], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_RING_DELAY_MS: '5000' } })
+        procs.push(r)
+        const rOut = lines(r)
+        await until(() => rOut.text === 'holding\n', 'the holder')
+        const b = openSharedMemory('kr', { path: dir, size: 64 })
+        const lock = new threadlock.AsyncLock(b, 0)
+        const p = lock.acquire()
+        await until(() => lock.waiting === 1, 'this process\'s node')
+        r.stdin.write('u\n')
+        // The node is NOTIFIED (no longer waiting); the ring is 5 s away.
+        await until(() => rOut.text === 'holding\nreleasing\n' && lock.waiting === 0, 'the state change')
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        r.kill('SIGKILL')
+        await exited(r)
+        const release = await within(p, 3000)
+        assert.strictEqual(typeof release, 'function', 'the request was not granted')
+        assert.strictEqual(release.ownerDied, false)
+        release()
+        assert.strictEqual(lock.locked, false)
+        assert.strictEqual(rOut.text, 'holding\nreleasing\n')
+      } finally {
+        for (const c of procs) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+      }
+    })
+
+    it('a holder killed and its slot claimed by a new process before a waiter\'s watcher started: the waiter still takes the lock over (THREADLOCK_SHM_TEST_WATCH_DELAY_MS)', async () => {
+      const procs = []
+      try {
+        const b = openSharedMemory('ks', { path: dir, size: 64 })
+        const lock = new threadlock.AsyncLock(b, 0)
+        const h = await holder('ks')
+        procs.push(h.child)
+        const w = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+          const lock = new threadlock.AsyncLock(host.openSharedMemory('ks', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+          console.log('waiting')
+          lock.lock()
+          console.log('got ' + lock.ownerDied)
+          lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_WATCH_DELAY_MS: '3000' } })
+        procs.push(w)
+        const wOut = lines(w)
+        await until(() => lock.waiting === 1, 'the waiter\'s node')
+        const published = Date.now()
+        h.child.kill('SIGKILL')
+        await exited(h.child)
+        // A new process claims the dead holder's slot (the lowest free one)
+        // while the waiter's watcher has not started.
+        const y = await child(`const { binding } = require(${NATIVE})
+          say(String(binding.shmOwnerId(new Int32Array(host.openSharedMemory('ks', { path: dir, size: 64 })))))`, dir)
+        procs.push(y.child)
+        assert.strictEqual((Number(y.line) >> 22) & 0x7f, (Number(h.line) >> 22) & 0x7f, 'the slot was claimed again')
+        assert.ok(Date.now() - published < 3000, 'the slot was claimed inside the watcher\'s delay (too slow a machine)')
+        assert.strictEqual(await within(exited(w).then(() => wOut.text), 10000), 'waiting\ngot true\n')
+        assert.strictEqual(lock.locked, false)
+        y.child.stdin.end()
+        await exited(y.child)
+      } finally {
+        for (const c of procs) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+      }
+    })
+
     it('kill -9 of the holder while nobody waits: the next acquirer (of any process) gets it with ownerDied', async () => {
       const h = await holder('kn')
       const b = openSharedMemory('kn', { path: dir, size: 64 })
@@ -1075,7 +1231,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.ok(Atomics.load(i, 2) > before, 'the survivors go on')
       const done = kids.map((k) => next(k.child))
       Atomics.store(i, 4, 1)
-      assert.deepStrictEqual(await Promise.all(done), kids.map(() => 'done'))
+      assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, 'rk', kids)), kids.map(() => 'done'))
       assert.strictEqual(Atomics.load(i, 3), killedHolding, `ownerDied seen ${Atomics.load(i, 3)} times, ${killedHolding} killed holding`)
       assert.strictEqual(Atomics.load(i, 0) & ID, 0)
       for (const k of kids) k.child.stdin.end()
@@ -1722,7 +1878,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.ok(Atomics.load(i, 1) > before, 'the survivors go on writing')
       const done = kids.map((k) => next(k.child))
       Atomics.store(i, 6, 1)
-      assert.deepStrictEqual(await Promise.all(done), kids.map(() => 'done'))
+      assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, 'rk', kids)), kids.map(() => 'done'))
       assert.strictEqual(Atomics.load(i, 4), 0, 'no reader met a writer, no writer met anyone')
       if (killedHolding > 0) assert.ok(Atomics.load(i, 7) >= 1, `ownerDied seen ${Atomics.load(i, 7)} times, ${killedHolding} killed holding`)
       assert.strictEqual(Atomics.load(i, 0) & ID, 0)

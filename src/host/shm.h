@@ -46,6 +46,7 @@ typedef struct tl_shm_s tl_shm_t;
 #define TL_SHM_THREADS 128
 #define TL_SHM_LIVE 128  /* byte TL_SHM_LIVE + slot: held while alive */
 #define TL_SHM_CLAIM 256 /* byte TL_SHM_CLAIM + slot: held while claimed */
+#define TL_SHM_GUARD 384 /* byte TL_SHM_GUARD + slot: read-held by watchers */
 
 /* One process's join of one file: its slot. Made by the first mapping of
  * the file in the process, shared by the others (by device and inode),
@@ -160,10 +161,11 @@ void tl_shm_poke(tl_shm_join_t *j);
  * TL_HOST_ENODES when a thread could not be started. */
 int tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
                       uint32_t holder);
-/* The watcher of process slot `slot` (shm_owners.c), which calls `poke`
- * (tl_shm_poke) when that process dies; 0 or TL_HOST_ENODES. */
-int tl__shm_watch_slot(tl_shm_join_t *j, uint32_t slot,
-                       void (*poke)(tl_shm_join_t *j));
+/* The watcher of the process of owner id `id` (its slot and generation,
+ * shm_owners.c), which calls `poke` (tl_shm_poke) when that process dies,
+ * also when it died before the watcher started; 0 or TL_HOST_ENODES. */
+int tl__shm_watch_id(tl_shm_join_t *j, uint32_t id,
+                     void (*poke)(tl_shm_join_t *j));
 /* The join's mapping of the header (TL_SHM_HEADER bytes), for the nodes
  * and the doorbells. */
 char *tl__shm_page(tl_shm_join_t *j);

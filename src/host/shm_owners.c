@@ -65,6 +65,28 @@
  * live process that ends (its env's cleanup hook) pokes the file too
  * (tl_shm_thread_remove, after its id is dead): its process's liveness
  * byte stays held.
+ *
+ * A watcher watches one generation of its slot, the one of the id it was
+ * asked for, and must not miss that process's death when the slot is
+ * claimed again before the watcher blocks (its thread may start late, or
+ * the kernel may hand the freed liveness byte to a claimer before the
+ * woken watcher retries): then it would block on the new process and the
+ * death would poke nobody. So a watcher first takes a read lock on the
+ * slot's guard byte (TL_SHM_GUARD + slot), which a claimer must be able
+ * to write-lock after the liveness byte (else it leaves the slot), then
+ * compares the slot's generation with its own:
+ *   W1. a claim in progress (the guard write-locked) or a new generation
+ *       means the process died: it pokes at once;
+ *   W2. else, while it holds the guard, nobody claims the slot, so the
+ *       liveness byte it waits for is its process's: granted when that
+ *       process dies;
+ *   W3. it marks itself ended before it lets the guard go, so a caller
+ *       that sees it not ended knows which generation it watches
+ *       (w->generation); one of another generation is cancelled and
+ *       replaced (W1 makes it poke or end at once anyway).
+ * The guard locks of one join share its description: every watcher's
+ * last step unlocks its slot's guard, which also drops what a cancelled
+ * predecessor of the same slot left there.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -73,6 +95,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform.h"
@@ -98,7 +121,7 @@ _Static_assert(TL_SHM_SLOTS <= 128 && TL_SHM_THREADS == 128, "the id's fields");
 typedef struct {
   tl_hp_thread_t *thread; /* joined by tl__shm_leave or the next start */
   tl_shm_join_t *join;
-  uint32_t slot;
+  uint32_t slot, generation;      /* the process it watches */
   void (*poke)(tl_shm_join_t *j); /* tl_shm_poke (shm_wait.c) */
   _Atomic int ended;              /* set by the thread as it ends */
 } tl_shm_watcher_t;
@@ -152,6 +175,13 @@ tl__claim(tl_shm_join_t *j, tl_host_error_t *e)
       tl__hp_unlock(j->fd, TL_SHM_CLAIM + s);
       continue;
     }
+    /* A watcher of the slot's last process has not seen it die yet (W2):
+     * another slot, so that the death is not missed. */
+    if (tl__hp_trylock(j->fd, TL_SHM_GUARD + s, 1) != 0) {
+      tl__hp_unlock(j->fd, TL_SHM_LIVE + s);
+      tl__hp_unlock(j->fd, TL_SHM_CLAIM + s);
+      continue;
+    }
     tl_shm_slot_t *slot = &j->slots[s];
     uint32_t g = (atomic_load(&slot->generation) + 1) & 0x7fff;
     if (g == 0)
@@ -161,6 +191,7 @@ tl__claim(tl_shm_join_t *j, tl_host_error_t *e)
     slot->pid = tl__hp_pid();
     slot->start_time = tl__hp_start_time();
     atomic_store(&slot->generation, g);
+    tl__hp_unlock(j->fd, TL_SHM_GUARD + s);
     tl__hp_unlock(j->fd, TL_SHM_CLAIM + s);
     j->slot = s;
     j->generation = g;
@@ -322,36 +353,74 @@ tl__shm_join_ref(tl_shm_join_t *j)
   pthread_mutex_unlock(&tl__join_lock);
 }
 
+/* A test hook (THREADLOCK_SHM_TEST_WATCH_DELAY_MS): a watcher thread's
+ * late start, the window in which its process may die and its slot be
+ * claimed again (W1). */
+static int
+tl__watch_delay_ms(void)
+{
+  static _Atomic int ms = -1;
+  int v = atomic_load(&ms);
+  if (v < 0) {
+    const char *e = getenv("THREADLOCK_SHM_TEST_WATCH_DELAY_MS");
+    v = e != NULL ? atoi(e) : 0;
+    if (v < 0)
+      v = 0;
+    atomic_store(&ms, v);
+  }
+  return v;
+}
+
 static void *
 tl__shm_watcher(void *arg)
 {
   tl_shm_watcher_t *w = arg;
   tl_shm_join_t *j = w->join;
+  int dead = 1;
 
   tl__hp_cancel_point(0);
-  if (tl__hp_lock_wait_cancellable(j->fd, TL_SHM_LIVE + w->slot, 0,
-                                   &w->ended) == 0) {
-    tl__hp_unlock(j->fd, TL_SHM_LIVE + w->slot);
-    w->poke(j);
+  if (tl__watch_delay_ms() > 0) {
+    struct timespec ts = { tl__watch_delay_ms() / 1000,
+                           (long)(tl__watch_delay_ms() % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+  }
+  /* W1: a claim in progress or done since means the process died. */
+  if (tl__hp_trylock(j->fd, TL_SHM_GUARD + w->slot, 0) == 0) {
+    if (tl__page_ok(j) &&
+        atomic_load(&j->slots[w->slot].generation) == w->generation) {
+      /* W2: the liveness byte is the watched process's until it dies. */
+      dead = tl__hp_lock_wait_cancellable(j->fd, TL_SHM_LIVE + w->slot, 0,
+                                          &w->ended) == 0;
+      if (dead)
+        tl__hp_unlock(j->fd, TL_SHM_LIVE + w->slot);
+    }
+    /* W3: ended before the guard goes. */
+    atomic_store(&w->ended, 1);
+    tl__hp_unlock(j->fd, TL_SHM_GUARD + w->slot);
   }
   atomic_store(&w->ended, 1);
+  if (dead)
+    w->poke(j);
   return NULL;
 }
 
 int
-tl__shm_watch_slot(tl_shm_join_t *j, uint32_t slot,
-                   void (*poke)(tl_shm_join_t *j))
+tl__shm_watch_id(tl_shm_join_t *j, uint32_t id, void (*poke)(tl_shm_join_t *j))
 {
+  uint32_t slot = (id >> 22) & 0x7f, generation = (id >> 7) & 0x7fff;
   tl_shm_watcher_t *old = NULL, *w;
   int r = 0;
 
-  if (slot >= TL_SHM_SLOTS || slot == j->slot)
+  if (slot >= TL_SHM_SLOTS || slot == j->slot || generation == 0)
     return 0;
   pthread_mutex_lock(&tl__join_lock);
   w = j->watch[slot];
-  if (w != NULL && !atomic_load(&w->ended))
+  if (w != NULL && !atomic_load(&w->ended) && w->generation == generation)
     goto out;
-  /* Its process died since: a watcher of the slot's new process. */
+  /* Its process died since (ended), or it watches another generation of
+   * the slot (W3: cancelled; if it is past its wait it ends anyway). */
+  if (w != NULL && !atomic_load(&w->ended))
+    tl__hp_thread_cancel(w->thread);
   old = w;
   w = calloc(1, sizeof(*w));
   if (w == NULL) {
@@ -360,6 +429,7 @@ tl__shm_watch_slot(tl_shm_join_t *j, uint32_t slot,
   }
   w->join = j;
   w->slot = slot;
+  w->generation = generation;
   w->poke = poke;
   w->thread = tl__hp_thread_start(tl__shm_watcher, w, "tl-shm-watch");
   if (w->thread == NULL) {

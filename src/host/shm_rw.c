@@ -288,7 +288,7 @@ tl_shm_read_holds(tl_shm_join_t *j, char *base, void *word, uint32_t owner,
     if (watch && slot != me && slot < TL_SHM_SLOTS &&
         !(watched[slot / 32] & (1u << (slot % 32)))) {
       watched[slot / 32] |= 1u << (slot % 32);
-      if (tl__shm_watch_slot(j, slot, tl_shm_poke) != 0)
+      if (tl__shm_watch_id(j, o, tl_shm_poke) != 0)
         return TL_HOST_ENODES;
     }
   }

@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -393,12 +394,20 @@ tl_shm_poke(tl_shm_join_t *j)
   for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
-    if ((s & 3) != TL_NODE_WAITING)
+    if ((s & 3) != TL_NODE_WAITING && (s & 3) != TL_NODE_NOTIFIED)
       continue;
     uint32_t kind = atomic_load(&n->kind);
     uint32_t slot = (atomic_load(&n->owner) >> 22) & 0x7f;
-    /* Kind and owner belong to this publication if the free succeeds. */
-    if (!(kind & TL_SHM_KIND_LOCK) || !tl__free(n, s))
+    if (!(kind & TL_SHM_KIND_LOCK))
+      continue;
+    /* A WAITING node is freed (kind and owner belong to this publication
+     * if the free succeeds). A NOTIFIED one keeps its state and gets its
+     * wake again: the notify that counted it may have died between the
+     * state change and the wake or ring (both are idempotent: a woken
+     * waiter finds its node NOTIFIED, a rung loop takes what is). */
+    if ((s & 3) == TL_NODE_WAITING && !tl__free(n, s))
+      continue;
+    if ((s & 3) == TL_NODE_NOTIFIED && atomic_load(&n->state) != s)
       continue;
     if (!(kind & TL_SHM_KIND_ASYNC)) {
       tl__hp_wake((uint32_t *)&n->state, 1);
@@ -441,7 +450,7 @@ tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
      * once, and its death is what the caller acts on already. */
     if (tl_shm_owner_alive(j, ids[k]) != 1)
       continue;
-    if (tl__shm_watch_slot(j, slot, tl_shm_poke) != 0)
+    if (tl__shm_watch_id(j, ids[k], tl_shm_poke) != 0)
       return TL_HOST_ENODES;
   }
   return 0;
@@ -460,6 +469,25 @@ tl__by_ticket(const void *a, const void *b)
   uint64_t x = ((const tl_cand_t *)a)->ticket;
   uint64_t y = ((const tl_cand_t *)b)->ticket;
   return x < y ? -1 : x > y;
+}
+
+/* A test hook (THREADLOCK_SHM_TEST_RING_DELAY_MS): a pause between a
+ * notify's state change and its wake or ring, the window in which the
+ * notifying process may die (tl_shm_poke gives the wake again). */
+static void
+tl__test_ring_delay(void)
+{
+  static _Atomic int ms = -1;
+  int v = atomic_load(&ms);
+  if (v < 0) {
+    const char *e = getenv("THREADLOCK_SHM_TEST_RING_DELAY_MS");
+    v = e != NULL && atoi(e) > 0 ? atoi(e) : 0;
+    atomic_store(&ms, v);
+  }
+  if (v > 0) {
+    struct timespec ts = { v / 1000, (long)(v % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+  }
 }
 
 /* Notifies up to `count` (< 0: all) waiters of the word, oldest first,
@@ -510,6 +538,7 @@ tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
     uint32_t owner = atomic_load(&n->owner);
     uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
     if (atomic_compare_exchange_strong(&n->state, &s, notified)) {
+      tl__test_ring_delay();
       /* A promise waiter hears it through its process's doorbell, rung
        * after the state changed; the owner read before the change is the
        * publication's (it changes only after a free). */
@@ -517,6 +546,14 @@ tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
         tl__ring_slot(base, (owner >> 22) & 0x7f);
       else
         tl__hp_wake((uint32_t *)&n->state, 1);
+      /* A lock waiter woken is the one that takes the word next: if its
+       * process dies before it does, the wake is lost unless its death
+       * pokes the file. The waiters that published after it watch it,
+       * but one that looked at the word's waiters before this node was
+       * published and published after it does not: this process watches
+       * it (a thread per process slot, started once). */
+      if (cand[k].kind & TL_SHM_KIND_LOCK)
+        (void)tl__shm_watch_id(j, owner, tl_shm_poke);
       woken++;
     }
   }
