@@ -168,20 +168,12 @@ class ShmRWLock extends SharedSlot {
   acquireReadSync (options) {
     const where = 'RWLock.acquireReadSync'
     const timeout = readSyncOptions(options, where)
-    const deadline = gate.deadlineOf(timeout)
-    for (;;) {
-      const pokes = native.shmPokes(this.#i32)
+    return this.#untilSync(() => {
       const died = this.#enter()
       if (died === null) throw deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted')
-      if (died !== undefined) return died
-      if ((this.#seen & ID) === this.#me) throw deadlockError(where, 'this thread holds the write lock, so a blocking read would never return')
-      const left = gate.remaining(deadline)
-      if (left === 0) throw timeoutError(timeout, where)
-      const w = this.#prepare()
-      if (w === undefined) continue
-      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
-      if (r === RESULT_INTERRUPTED) stopTerminated(where)
-    }
+      if (died === undefined && (this.#seen & ID) === this.#me) throw deadlockError(where, 'this thread holds the write lock, so a blocking read would never return')
+      return died
+    }, where, timeout, gate.deadlineOf(timeout))
   }
 
   releaseRead () {
@@ -206,12 +198,36 @@ class ShmRWLock extends SharedSlot {
   }
 
   async #waitRead (o, where) {
-    const deadline = gate.deadlineOf(o.timeout)
-    for (;;) {
-      const pokes = native.shmPokes(this.#i32)
+    const died = await this.#until(() => {
       const died = this.#enter()
       if (died === null) throw deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted')
-      if (died !== undefined) return gate.makeRelease(this.#releaseRead, died)
+      return died
+    }, o, where, gate.deadlineOf(o.timeout))
+    return gate.makeRelease(this.#releaseRead, died)
+  }
+
+  // The sleeps of both sides, blocking and promise forms: `attempt()` is
+  // tried until it returns something other than undefined (undefined: a
+  // live writer holds the word, #seen), which is returned; between tries
+  // the thread sleeps on the word (#prepare), until the deadline.
+  #untilSync (attempt, where, timeout, deadline) {
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const got = attempt()
+      if (got !== undefined) return got
+      const left = gate.remaining(deadline)
+      if (left === 0) throw timeoutError(timeout, where)
+      const w = this.#prepare()
+      if (w === undefined) continue
+      if (native.shmWaitLock(this.#i32, 0, w, left, pokes) === RESULT_INTERRUPTED) stopTerminated(where)
+    }
+  }
+
+  async #until (attempt, o, where, deadline) {
+    for (;;) {
+      const pokes = native.shmPokes(this.#i32)
+      const got = attempt()
+      if (got !== undefined) return got
       const left = gate.remaining(deadline)
       if (left === 0) throw timeoutError(o.timeout, where)
       const w = this.#prepare()
@@ -296,18 +312,11 @@ class ShmRWLock extends SharedSlot {
     const timeout = readSyncOptions(options, where)
     const deadline = gate.deadlineOf(timeout)
     // First the word: this thread's id in it.
-    for (;;) {
-      const pokes = native.shmPokes(this.#i32)
+    this.#untilSync(() => {
       const claimed = this.#claim()
       if (claimed === null) throw deadlockError(where, 'this thread holds the write lock, so a blocking acquireWriteSync() would never return')
-      if (claimed) break
-      const left = gate.remaining(deadline)
-      if (left === 0) throw timeoutError(timeout, where)
-      const w = this.#prepare()
-      if (w === undefined) continue
-      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
-      if (r === RESULT_INTERRUPTED) stopTerminated(where)
-    }
+      return claimed ? true : undefined
+    }, where, timeout, deadline)
     // Then the readers: none left.
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
@@ -366,20 +375,13 @@ class ShmRWLock extends SharedSlot {
 
   async #waitWrite (o, where) {
     const deadline = gate.deadlineOf(o.timeout)
-    for (;;) {
-      const pokes = native.shmPokes(this.#i32)
-      // The writer is this thread (another request of it): wait for it.
+    await this.#until(() => {
       const claimed = this.#claim()
-      if (claimed) break
-      const left = gate.remaining(deadline)
-      if (left === 0) throw timeoutError(o.timeout, where)
+      if (claimed) return true
+      // The writer is this thread (another request of it): wait for it.
       if (claimed === null) this.#seen = load(this.#i32, 0)
-      const w = this.#prepare()
-      if (w === undefined) continue
-      let r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
-      if (typeof r !== 'number') r = await r
-      if (r === 'timed-out') throw timeoutError(o.timeout, where)
-    }
+      return undefined
+    }, o, where, deadline)
     this.#draining++
     try {
       for (;;) {

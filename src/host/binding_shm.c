@@ -335,9 +335,11 @@ tl__shm_napi_notify(napi_env env, void *addr, double count)
                          count >= 9007199254740992.0 ? -1 : (int64_t)count));
 }
 
-/* shmNodesUsed(typedArray) -> waiter nodes of the file not free. */
+/* A count of the file under the typed array argv[0] (`count` of its
+ * base), for the tests' leak checks. */
 static napi_value
-tl_napi_shm_nodes_used(napi_env env, napi_callback_info info)
+tl__shm_count(napi_env env, napi_callback_info info,
+              int64_t (*count)(char *base))
 {
   napi_value argv[1];
   napi_typedarray_type type;
@@ -356,7 +358,14 @@ tl_napi_shm_nodes_used(napi_env env, napi_callback_info info)
   }
   if (tl_shm_header_ok(j) != 0)
     return tl__shm_result(env, TL_HOST_ECORRUPT);
-  return tl__shm_result(env, tl_shm_nodes_used(base));
+  return tl__shm_result(env, count(base));
+}
+
+/* shmNodesUsed(typedArray) -> waiter nodes of the file not free. */
+static napi_value
+tl_napi_shm_nodes_used(napi_env env, napi_callback_info info)
+{
+  return tl__shm_count(env, info, tl_shm_nodes_used);
 }
 
 /* shmOwnerAlive(typedArray, id) -> whether owner `id` of the file lives. */
@@ -1008,24 +1017,7 @@ tl_napi_shm_read_holds(napi_env env, napi_callback_info info)
 static napi_value
 tl_napi_shm_holds_used(napi_env env, napi_callback_info info)
 {
-  napi_value argv[1];
-  napi_typedarray_type type;
-  size_t length;
-  void *data;
-  char *base;
-  tl_shm_join_t *j;
-
-  TL_GET_ARGS(env, info, 1, argv);
-  TL_NAPI_CALL(env, napi_get_typedarray_info(env, argv[0], &type, &length,
-                                             &data, NULL, NULL));
-  j = tl_shm_find_map(data, &base);
-  if (j == NULL) {
-    napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
-    return NULL;
-  }
-  if (tl_shm_header_ok(j) != 0)
-    return tl__shm_result(env, TL_HOST_ECORRUPT);
-  return tl__shm_result(env, tl_shm_holds_used(base));
+  return tl__shm_count(env, info, tl_shm_holds_used);
 }
 
 napi_value

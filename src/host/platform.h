@@ -111,6 +111,11 @@ uint64_t tl__hp_monotonic_ms(void);
  * time namespace; a process in another sees another, see lists.c). */
 uint64_t tl__hp_monotonic_us(void);
 
+/* A test hook: a pause of the milliseconds the environment variable
+ * `name` gives (none when unset or not positive), read once into `*cache`
+ * (-1 before), so that a hot path pays one atomic load. */
+void tl__hp_test_pause(const char *name, _Atomic int *cache);
+
 /* A joinable thread with a small stack and a name (seen in
  * /proc/self/task/<tid>/comm, at most 15 bytes), and its cancellation
  * (the watcher threads block in tl__hp_lock_wait, which is a cancellation

@@ -84,6 +84,21 @@ tl__hp_lock_wait(int fd, uint64_t byte, int exclusive)
   }
 }
 
+void
+tl__hp_test_pause(const char *name, _Atomic int *cache)
+{
+  int ms = atomic_load(cache);
+  if (ms < 0) {
+    const char *v = getenv(name);
+    ms = v != NULL && atoi(v) > 0 ? atoi(v) : 0;
+    atomic_store(cache, ms);
+  }
+  if (ms > 0) {
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+  }
+}
+
 int
 tl__hp_lock_within(int fd, uint64_t byte, int exclusive, int64_t timeout_ms,
                    uint32_t *holder)

@@ -95,7 +95,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "platform.h"
@@ -356,20 +355,7 @@ tl__shm_join_ref(tl_shm_join_t *j)
 /* A test hook (THREADLOCK_SHM_TEST_WATCH_DELAY_MS): a watcher thread's
  * late start, the window in which its process may die and its slot be
  * claimed again (W1). */
-static int
-tl__watch_delay_ms(void)
-{
-  static _Atomic int ms = -1;
-  int v = atomic_load(&ms);
-  if (v < 0) {
-    const char *e = getenv("THREADLOCK_SHM_TEST_WATCH_DELAY_MS");
-    v = e != NULL ? atoi(e) : 0;
-    if (v < 0)
-      v = 0;
-    atomic_store(&ms, v);
-  }
-  return v;
-}
+static _Atomic int tl__watch_delay = -1;
 
 static void *
 tl__shm_watcher(void *arg)
@@ -379,11 +365,7 @@ tl__shm_watcher(void *arg)
   int dead = 1;
 
   tl__hp_cancel_point(0);
-  if (tl__watch_delay_ms() > 0) {
-    struct timespec ts = { tl__watch_delay_ms() / 1000,
-                           (long)(tl__watch_delay_ms() % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-  }
+  tl__hp_test_pause("THREADLOCK_SHM_TEST_WATCH_DELAY_MS", &tl__watch_delay);
   /* W1: a claim in progress or done since means the process died. */
   if (tl__hp_trylock(j->fd, TL_SHM_GUARD + w->slot, 0) == 0) {
     if (tl__page_ok(j) &&

@@ -61,7 +61,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -474,21 +473,7 @@ tl__by_ticket(const void *a, const void *b)
 /* A test hook (THREADLOCK_SHM_TEST_RING_DELAY_MS): a pause between a
  * notify's state change and its wake or ring, the window in which the
  * notifying process may die (tl_shm_poke gives the wake again). */
-static void
-tl__test_ring_delay(void)
-{
-  static _Atomic int ms = -1;
-  int v = atomic_load(&ms);
-  if (v < 0) {
-    const char *e = getenv("THREADLOCK_SHM_TEST_RING_DELAY_MS");
-    v = e != NULL && atoi(e) > 0 ? atoi(e) : 0;
-    atomic_store(&ms, v);
-  }
-  if (v > 0) {
-    struct timespec ts = { v / 1000, (long)(v % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
-  }
-}
+static _Atomic int tl__ring_delay = -1;
 
 /* Notifies up to `count` (< 0: all) waiters of the word, oldest first,
  * only those of owner id `only` when it is not 0. */
@@ -538,7 +523,7 @@ tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
     uint32_t owner = atomic_load(&n->owner);
     uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
     if (atomic_compare_exchange_strong(&n->state, &s, notified)) {
-      tl__test_ring_delay();
+      tl__hp_test_pause("THREADLOCK_SHM_TEST_RING_DELAY_MS", &tl__ring_delay);
       /* A promise waiter hears it through its process's doorbell, rung
        * after the state changed; the owner read before the change is the
        * publication's (it changes only after a free). */
