@@ -1336,6 +1336,80 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       for (const k of kids) k.child.stdin.end()
       await Promise.all(kids.map((k) => exited(k.child)))
     })
+
+    it('kill -9 at random moments among 4 processes (holders, sleepers, releasers): never more than n permits out, survivors go on', async function () {
+      // Permits have no owner: those a killed process held are lost, as a
+      // terminated worker's are. The test gives back what the victim's own
+      // count says it held (read while it is stopped); a kill between a
+      // grant and that count loses up to 2 permits of the 6, which the
+      // survivors can spare.
+      const PERMITS = 6
+      const b = openSharedMemory('sk', { path: dir, size: 128 })
+      const sem = new threadlock.Semaphore(PERMITS, b, 0)
+      const i = new Int32Array(b)
+      const body = (cell) => `const threadlock = require(${INDEX})
+        const i = new Int32Array(host.openSharedMemory('sk', { path: dir, size: 128 }))
+        const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: i.buffer, byteOffset: 0 })
+        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+        // Each process counts what it is inside with in its own cell; the
+        // cells' sum is never above what is out (a cell is set after the
+        // grant and cleared before the release).
+        const inside = (p) => {
+          Atomics.add(i, ${cell}, p)
+          let sum = 0
+          for (let c = 8; c < 20; c++) sum += Atomics.load(i, c)
+          if (sum > ${PERMITS}) Atomics.store(i, 3, 1)
+          spin(1)
+          Atomics.sub(i, ${cell}, p)
+          Atomics.add(i, 2, 1)
+        }
+        async function main () {
+          for (let n = 0; Atomics.load(i, 4) === 0; n++) {
+            const p = 1 + (n % 2)
+            switch (n % 3) {
+              case 0: sem.acquireSync(p); inside(p); sem.release(p); break
+              case 1: { const r = await sem.acquire(p); inside(p); r(); break }
+              case 2: await sem.runExclusive(() => inside(p), { permits: p, timeout: 60000 }); break
+            }
+            await new Promise((resolve) => setTimeout(resolve, Math.random() < 0.5 ? 0 : 1))
+          }
+          say('done')
+        }
+        say('ready')
+        main()`
+      let cell = 8
+      let kids = await Promise.all([0, 1, 2, 3].map(async () => ({ cell, ...await child(body(cell++), dir) })))
+      try {
+        let lost = 0
+        for (let round = 0; round < 8; round++) {
+          await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
+          const victim = kids[Math.floor(Math.random() * kids.length)]
+          victim.child.kill('SIGSTOP')
+          await new Promise((resolve) => setTimeout(resolve, 20))
+          const held = Atomics.load(i, victim.cell)
+          victim.child.kill('SIGKILL')
+          await exited(victim.child)
+          // What it was inside with is given back, and its cell cleared.
+          Atomics.store(i, victim.cell, 0)
+          if (held > 0) sem.release(held)
+          lost++
+          kids = kids.filter((k) => k !== victim)
+          kids.push({ cell, ...await child(body(cell++), dir) })
+        }
+        const before = Atomics.load(i, 2)
+        await new Promise((resolve) => setTimeout(resolve, 300))
+        assert.ok(Atomics.load(i, 2) > before, 'the survivors go on')
+        const done = kids.map((k) => next(k.child))
+        Atomics.store(i, 4, 1)
+        assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, 'sk', kids)), kids.map(() => 'done'))
+        assert.strictEqual(Atomics.load(i, 3), 0, `more than ${PERMITS} permits were out at once`)
+        assert.strictEqual(sem.waiting, 0)
+        assert.ok(sem.value <= PERMITS && sem.value >= PERMITS - 2 * lost, `value ${sem.value} after ${lost} kills`)
+      } finally {
+        for (const k of kids) k.child.stdin.end()
+        await Promise.all(kids.map((k) => exited(k.child)))
+      }
+    })
   })
 
   describe('Barrier and CountDownLatch across processes', () => {
