@@ -406,8 +406,17 @@ tl_shm_poke(tl_shm_join_t *j)
      * waiter finds its node NOTIFIED, a rung loop takes what is). */
     if ((s & 3) == TL_NODE_WAITING && !tl__free(n, s))
       continue;
-    if ((s & 3) == TL_NODE_NOTIFIED && atomic_load(&n->state) != s)
-      continue;
+    if ((s & 3) == TL_NODE_NOTIFIED) {
+      /* A dead waiter's node (the death this poke reports, often) is
+       * reclaimed instead: nobody hears that wake. */
+      uint32_t owner = atomic_load(&n->owner);
+      if (atomic_load(&n->state) != s)
+        continue;
+      if (tl_shm_owner_alive(j, owner) == 0) {
+        tl__free(n, s);
+        continue;
+      }
+    }
     if (!(kind & TL_SHM_KIND_ASYNC)) {
       tl__hp_wake((uint32_t *)&n->state, 1);
     } else if (slot < TL_SHM_SLOTS &&
