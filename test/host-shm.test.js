@@ -1060,7 +1060,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         await new Promise((resolve) => setTimeout(resolve, 200))
         r.kill('SIGKILL')
         await exited(r)
-        const release = await within(p, 3000)
+        const release = await within(p, 10000)
         assert.strictEqual(typeof release, 'function', 'the request was not granted')
         assert.strictEqual(release.ownerDied, false)
         release()
@@ -1074,6 +1074,12 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     it('a holder killed and its slot claimed by a new process before a waiter\'s watcher started: the waiter still takes the lock over (THREADLOCK_SHM_TEST_WATCH_DELAY_MS)', async () => {
       const procs = []
       try {
+        // Y, started first (a new process is slow to start under
+        // emulation): it opens the file when told, after the kill.
+        const y = await child(`const { binding } = require(${NATIVE})
+          process.stdin.once('data', () => say(String(binding.shmOwnerId(new Int32Array(host.openSharedMemory('ks', { path: dir, size: 64 }))))))
+          say('ready')`, dir)
+        procs.push(y.child)
         const b = openSharedMemory('ks', { path: dir, size: 64 })
         const lock = new threadlock.AsyncLock(b, 0)
         const h = await holder('ks')
@@ -1090,17 +1096,15 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         const published = Date.now()
         h.child.kill('SIGKILL')
         await exited(h.child)
-        // A new process claims the dead holder's slot (the lowest free one)
-        // while the waiter's watcher has not started.
-        const y = await child(`const { binding } = require(${NATIVE})
-          say(String(binding.shmOwnerId(new Int32Array(host.openSharedMemory('ks', { path: dir, size: 64 })))))`, dir)
-        procs.push(y.child)
-        assert.strictEqual((Number(y.line) >> 22) & 0x7f, (Number(h.line) >> 22) & 0x7f, 'the slot was claimed again')
+        // Y claims the dead holder's slot (the lowest free one) while the
+        // waiter's watcher has not started.
+        const claimed = next(y.child)
+        y.child.stdin.write('o\n')
+        const id = Number(await claimed)
         assert.ok(Date.now() - published < 3000, 'the slot was claimed inside the watcher\'s delay (too slow a machine)')
+        assert.strictEqual((id >> 22) & 0x7f, (Number(h.line) >> 22) & 0x7f, 'the slot was claimed again')
         assert.strictEqual(await within(exited(w).then(() => wOut.text), 10000), 'waiting\ngot true\n')
         assert.strictEqual(lock.locked, false)
-        y.child.stdin.end()
-        await exited(y.child)
       } finally {
         for (const c of procs) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
       }
