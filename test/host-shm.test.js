@@ -120,6 +120,36 @@ async function orState (p, ms, describe) {
   try { return await Promise.race([p, late]) } finally { clearTimeout(timer) }
 }
 
+// Eight rounds of: 50 to 150 ms, then a child of `kids` picked at random
+// stopped (SIGSTOP), `stopped(victim)` while it is, kill -9 and
+// `respawn(victim)` in its place. Returns the children then running.
+async function killAtRandom (kids, stopped, respawn) {
+  for (let round = 0; round < 8; round++) {
+    await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
+    const victim = kids[Math.floor(Math.random() * kids.length)]
+    victim.child.kill('SIGSTOP')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    stopped(victim)
+    victim.child.kill('SIGKILL')
+    await exited(victim.child)
+    kids = kids.filter((k) => k !== victim)
+    kids.push(await respawn(victim))
+  }
+  return kids
+}
+
+// After killAtRandom: the count at i[progress] grows for `pause` ms (the
+// survivors go on), then i[stop] set, every child says 'done' within 30 s
+// (else the failure shows the file `name`'s nodes and the children).
+async function survivorsFinish (i, progress, stop, pause, kids, dir, name) {
+  const before = Atomics.load(i, progress)
+  await new Promise((resolve) => setTimeout(resolve, pause))
+  assert.ok(Atomics.load(i, progress) > before, 'the survivors go on')
+  const done = kids.map((k) => next(k.child))
+  Atomics.store(i, stop, 1)
+  assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, name, kids)), kids.map(() => 'done'))
+}
+
 // Polls `f` every 10 ms for up to 30 s.
 async function until (f, what) {
   for (let k = 0; k < 3000; k++) {
@@ -966,26 +996,31 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
 
     it('a holder killed between a waiter\'s look at it and the start of its watch: the waiter sees the death and takes the lock over (THREADLOCK_SHM_TEST_LOOK_DELAY_MS)', async () => {
       const h = await holder('kw')
-      const c = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
-        const lock = new threadlock.AsyncLock(host.openSharedMemory('kw', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
-        console.log('waiting')
-        lock.lock()
-        console.log('got ' + lock.ownerDied)
-        lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_LOOK_DELAY_MS: '1500' } })
-      let out = ''
-      c.stdout.on('data', (d) => { out += d })
-      await until(() => out === 'waiting\n', 'the waiter')
+      const { proc: c, out } = blockingWaiter('kw', { THREADLOCK_SHM_TEST_LOOK_DELAY_MS: '1500' })
+      await until(() => out.text === 'waiting\n', 'the waiter')
       // Inside its pause: it looked at the holder (alive) and has not
       // started its watch yet.
       await new Promise((resolve) => setTimeout(resolve, 500))
       h.child.kill('SIGKILL')
       await exited(h.child)
       await exited(c)
-      assert.strictEqual(out, 'waiting\ngot true\n')
+      assert.strictEqual(out.text, 'waiting\ngot true\n')
     })
 
     // Collects what a process prints.
     const lines = (c) => { const got = { text: '' }; c.stdout.on('data', (d) => { got.text += d }); return got }
+    // A process that waits for the lock of the file `name` in a blocking
+    // lock(), with the test hooks `env`: it prints 'waiting' before and
+    // 'got <ownerDied>' once it has the lock (out.text).
+    const blockingWaiter = (name, env) => {
+      const proc = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory(${JSON.stringify(name)}, { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+        console.log('waiting')
+        lock.lock()
+        console.log('got ' + lock.ownerDied)
+        lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } })
+      return { proc, out: lines(proc) }
+    }
     // Resolves with the promise's value, or 'still pending' after ms.
     const within = (p, ms) => Promise.race([p, new Promise((resolve) => setTimeout(() => resolve('still pending'), ms))])
 
@@ -1007,14 +1042,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         procs.push(n.child)
         // T looks at the word's waiters (none yet), then pauses before it
         // publishes its node.
-        const t = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
-          const lock = new threadlock.AsyncLock(host.openSharedMemory('kq', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
-          console.log('waiting')
-          lock.lock()
-          console.log('got ' + lock.ownerDied)
-          lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS: '4000' } })
+        const { proc: t, out: tOut } = blockingWaiter('kq', { THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS: '4000' })
         procs.push(t)
-        const tOut = lines(t)
         await until(() => tOut.text === 'waiting\n', 'T')
         await new Promise((resolve) => setTimeout(resolve, 300))
         // N publishes inside T's pause: the older node, unseen by T.
@@ -1084,14 +1113,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         const lock = new threadlock.AsyncLock(b, 0)
         const h = await holder('ks')
         procs.push(h.child)
-        const w = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
-          const lock = new threadlock.AsyncLock(host.openSharedMemory('ks', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
-          console.log('waiting')
-          lock.lock()
-          console.log('got ' + lock.ownerDied)
-          lock.unlock()`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_WATCH_DELAY_MS: '3000' } })
+        const { proc: w, out: wOut } = blockingWaiter('ks', { THREADLOCK_SHM_TEST_WATCH_DELAY_MS: '3000' })
         procs.push(w)
-        const wOut = lines(w)
         await until(() => lock.waiting === 1, 'the waiter\'s node')
         const published = Date.now()
         h.child.kill('SIGKILL')
@@ -1217,25 +1240,11 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         main()`
       const b = openSharedMemory('rk', { path: dir, size: 64 })
       const i = new Int32Array(b)
-      let kids = await Promise.all([0, 1, 2, 3].map(() => child(body, dir)))
       let killedHolding = 0
-      for (let round = 0; round < 8; round++) {
-        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
-        const victim = kids[Math.floor(Math.random() * kids.length)]
-        victim.child.kill('SIGSTOP')
-        await new Promise((resolve) => setTimeout(resolve, 20))
+      const kids = await killAtRandom(await Promise.all([0, 1, 2, 3].map(() => child(body, dir))), (victim) => {
         if ((Atomics.load(i, 0) & ID) === Number(victim.line)) killedHolding++
-        victim.child.kill('SIGKILL')
-        await exited(victim.child)
-        kids = kids.filter((k) => k !== victim)
-        kids.push(await child(body, dir))
-      }
-      const before = Atomics.load(i, 2)
-      await new Promise((resolve) => setTimeout(resolve, 300))
-      assert.ok(Atomics.load(i, 2) > before, 'the survivors go on')
-      const done = kids.map((k) => next(k.child))
-      Atomics.store(i, 4, 1)
-      assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, 'rk', kids)), kids.map(() => 'done'))
+      }, () => child(body, dir))
+      await survivorsFinish(i, 2, 4, 300, kids, dir, 'rk')
       assert.strictEqual(Atomics.load(i, 3), killedHolding, `ownerDied seen ${Atomics.load(i, 3)} times, ${killedHolding} killed holding`)
       assert.strictEqual(Atomics.load(i, 0) & ID, 0)
       for (const k of kids) k.child.stdin.end()
@@ -1382,30 +1391,19 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         say('ready')
         main()`
       let cell = 8
-      let kids = await Promise.all([0, 1, 2, 3].map(async () => ({ cell, ...await child(body(cell++), dir) })))
+      const spawnKid = async () => ({ cell, ...await child(body(cell++), dir) })
+      let kids = await Promise.all([0, 1, 2, 3].map(spawnKid))
       try {
         let lost = 0
-        for (let round = 0; round < 8; round++) {
-          await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
-          const victim = kids[Math.floor(Math.random() * kids.length)]
-          victim.child.kill('SIGSTOP')
-          await new Promise((resolve) => setTimeout(resolve, 20))
+        kids = await killAtRandom(kids, (victim) => {
+          // What it is inside with is given back (it is stopped, and dies
+          // next), and its cell cleared.
           const held = Atomics.load(i, victim.cell)
-          victim.child.kill('SIGKILL')
-          await exited(victim.child)
-          // What it was inside with is given back, and its cell cleared.
           Atomics.store(i, victim.cell, 0)
           if (held > 0) sem.release(held)
           lost++
-          kids = kids.filter((k) => k !== victim)
-          kids.push({ cell, ...await child(body(cell++), dir) })
-        }
-        const before = Atomics.load(i, 2)
-        await new Promise((resolve) => setTimeout(resolve, 300))
-        assert.ok(Atomics.load(i, 2) > before, 'the survivors go on')
-        const done = kids.map((k) => next(k.child))
-        Atomics.store(i, 4, 1)
-        assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, 'sk', kids)), kids.map(() => 'done'))
+        }, spawnKid)
+        await survivorsFinish(i, 2, 4, 300, kids, dir, 'sk')
         assert.strictEqual(Atomics.load(i, 3), 0, `more than ${PERMITS} permits were out at once`)
         assert.strictEqual(sem.waiting, 0)
         assert.ok(sem.value <= PERMITS && sem.value >= PERMITS - 2 * lost, `value ${sem.value} after ${lost} kills`)
@@ -1933,30 +1931,17 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const b = openSharedMemory('rk', { path: dir, size: 64 })
       const i = new Int32Array(b)
       const rw = new threadlock.RWLock(b, 0)
-      let kids = await Promise.all([0, 1, 2, 3].map(async (slot) => ({ slot, ...await child(body(slot), dir) })))
       let killedHolding = 0
-      for (let round = 0; round < 8; round++) {
-        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100))
-        const victim = kids[Math.floor(Math.random() * kids.length)]
-        victim.child.kill('SIGSTOP')
-        await new Promise((resolve) => setTimeout(resolve, 20))
+      const start = await Promise.all([0, 1, 2, 3].map(async (slot) => ({ slot, ...await child(body(slot), dir) })))
+      const kids = await killAtRandom(start, (victim) => {
         // Stopped inside a critical section: nobody else is in one that
         // excludes it, so its marks are taken back before it dies.
         const inside = Atomics.load(i, 2) === victim.slot + 1 || Atomics.load(i, 8 + victim.slot) !== 0
         if (inside) killedHolding++
         if (Atomics.load(i, 2) === victim.slot + 1) Atomics.store(i, 2, 0)
         Atomics.store(i, 8 + victim.slot, 0)
-        victim.child.kill('SIGKILL')
-        await exited(victim.child)
-        kids = kids.filter((k) => k !== victim)
-        kids.push({ slot: victim.slot, ...await child(body(victim.slot), dir) })
-      }
-      const before = Atomics.load(i, 1)
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      assert.ok(Atomics.load(i, 1) > before, 'the survivors go on writing')
-      const done = kids.map((k) => next(k.child))
-      Atomics.store(i, 6, 1)
-      assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, 'rk', kids)), kids.map(() => 'done'))
+      }, async (victim) => ({ slot: victim.slot, ...await child(body(victim.slot), dir) }))
+      await survivorsFinish(i, 1, 6, 500, kids, dir, 'rk')
       assert.strictEqual(Atomics.load(i, 4), 0, 'no reader met a writer, no writer met anyone')
       if (killedHolding > 0) assert.ok(Atomics.load(i, 7) >= 1, `ownerDied seen ${Atomics.load(i, 7)} times, ${killedHolding} killed holding`)
       assert.strictEqual(Atomics.load(i, 0) & ID, 0)
