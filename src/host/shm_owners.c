@@ -379,8 +379,9 @@ tl__shm_watcher(void *arg)
     /* W3: ended before the guard goes. */
     atomic_store(&w->ended, 1);
     tl__hp_unlock(j->fd, TL_SHM_GUARD + w->slot);
+  } else {
+    atomic_store(&w->ended, 1);
   }
-  atomic_store(&w->ended, 1);
   if (dead)
     w->poke(j);
   return NULL;
