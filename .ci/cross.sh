@@ -129,9 +129,14 @@ suite() {
   # files run one at a time (--no-parallel), not two as in npm test.
   [ ${#files[@]} -eq 0 ] ||
     files=(--no-config --timeout "$(node -p 'require("./.mocharc.js").timeout')" "${files[@]}")
-  (cd "$copy" && node "$root/scripts/cross.js" node "$target" \
-    node_modules/mocha/bin/mocha.js --no-parallel --reporter dot --grep "$grep" --invert "${files[@]}")
+  # A time limit per suite: a run that hangs fails here, with the test it
+  # hung in, instead of running into the CI's own limit with nothing said.
+  # (timeout signals the whole process group, the test's children too.)
+  (cd "$copy" && timeout -k 20 "$limit" node "$root/scripts/cross.js" node "$target" \
+    node_modules/mocha/bin/mocha.js --no-parallel --reporter spec --grep "$grep" --invert "${files[@]}")
 }
+# Each suite takes 12-20 minutes here, side by side with the other.
+limit=${THREADLOCK_CROSS_LIMIT:-35m}
 
 for target in "${targets[@]}"; do
   t0=$SECONDS
@@ -159,8 +164,13 @@ for i in "${!targets[@]}"; do
   target=${targets[$i]} out="$work/${targets[$i]}.mocha" status=0
   wait "${pids[$i]}" || status=$?
   echo "--- $target"
-  cat "$out"
+  # The failures and the summary (the full spec report is ~2,000 lines).
+  sed -n '/^ *[0-9]* passing/,$p' "$out"
   if [ "$status" -ne 0 ] || ! grep -Eq '^ +[0-9]+ passing' "$out"; then
+    # The spec report names every test: its end shows where a run stopped.
+    echo "--- $target: the last 60 lines of its report"
+    tail -n 60 "$out"
+    [ "$status" -ne 124 ] || echo "cross: $target: stopped after $limit" >&2
     echo "cross: $target: the suite failed (exit status $status)" >&2
     failed=1
     continue
