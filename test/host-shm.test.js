@@ -10,7 +10,7 @@ const assert = require('assert')
 const fs = require('fs')
 const os = require('os')
 const path = require('path')
-const { spawn, spawnSync } = require('child_process')
+const { spawn: spawnProcess, spawnSync } = require('child_process')
 const { Worker } = require('worker_threads')
 const threadlock = require('..')
 const { openSharedMemory, HostError } = require('../host')
@@ -26,6 +26,22 @@ const HEADER = 65536
 const made = []
 process.on('exit', () => {
   for (const dir of made) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+// Every process a test starts, killed after the test if it is still there:
+// a test that fails while its children wait (for stdin's end, a lock, a
+// notify) must not leave them keeping the run alive.
+const living = new Set()
+function spawn (...args) {
+  const c = spawnProcess(...args)
+  living.add(c)
+  c.once('exit', () => living.delete(c))
+  return c
+}
+afterEach(async () => {
+  const left = [...living]
+  for (const c of left) c.kill('SIGKILL')
+  await Promise.all(left.map(exited))
 })
 
 /** A new directory of this user's, removed when the test process exits. */
