@@ -232,7 +232,8 @@ function winePrefix () {
 
 // Runs the target's node with `args`; returns { status, stdout, stderr }.
 // Under wine the node's stdout and stderr go to files (node.exe does not
-// write to a Unix pipe), read back afterwards.
+// write to a Unix pipe), read back afterwards. With `options.inherit` they
+// go to this process's own where they can (stdout and stderr are then '').
 function runNode (name, args, options = {}) {
   const t = target(name)
   needTools(t)
@@ -242,8 +243,12 @@ function runNode (name, args, options = {}) {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'threadlock-wine-'))
     const stdout = path.join(tmp, 'stdout')
     const stderr = path.join(tmp, 'stderr')
-    const outFd = fs.openSync(stdout, 'w')
-    const errFd = fs.openSync(stderr, 'w')
+    // With `inherit` and this process's output in files (as .ci/cross.sh
+    // has it), node.exe writes straight to them: a suite's report is seen
+    // as it runs, and kept if the run is killed.
+    const direct = options.inherit && [1, 2].every((fd) => fs.fstatSync(fd).isFile())
+    const outFd = direct ? 1 : fs.openSync(stdout, 'w')
+    const errFd = direct ? 2 : fs.openSync(stderr, 'w')
     try {
       const r = spawnSync('wine', [node, ...args], {
         cwd: options.cwd,
@@ -253,12 +258,14 @@ function runNode (name, args, options = {}) {
       })
       return {
         status: r.status ?? (r.error ? `${r.error.code}` : r.signal),
-        stdout: fs.readFileSync(stdout, 'utf8'),
-        stderr: fs.readFileSync(stderr, 'utf8')
+        stdout: direct ? '' : fs.readFileSync(stdout, 'utf8'),
+        stderr: direct ? '' : fs.readFileSync(stderr, 'utf8')
       }
     } finally {
-      fs.closeSync(outFd)
-      fs.closeSync(errFd)
+      if (!direct) {
+        fs.closeSync(outFd)
+        fs.closeSync(errFd)
+      }
       fs.rmSync(tmp, { recursive: true, force: true })
     }
   }
@@ -272,8 +279,9 @@ function runNode (name, args, options = {}) {
   const [file, argv] = binfmtArm64()
     ? [node, args]
     : ['qemu-aarch64-static', [node, ...args]]
-  const r = spawnSync(file, argv, { cwd: options.cwd, env, encoding: 'utf8', timeout, maxBuffer: 256 << 20 })
-  return { status: r.status ?? (r.error ? `${r.error.code}` : r.signal), stdout: r.stdout, stderr: r.stderr }
+  const stdio = options.inherit ? ['ignore', 'inherit', 'inherit'] : 'pipe'
+  const r = spawnSync(file, argv, { cwd: options.cwd, env, encoding: 'utf8', timeout, maxBuffer: 256 << 20, stdio })
+  return { status: r.status ?? (r.error ? `${r.error.code}` : r.signal), stdout: r.stdout || '', stderr: r.stderr || '' }
 }
 
 // Loads `file` in the target's node and checks that it is the threadlock
@@ -298,7 +306,7 @@ if (require.main === module) {
     } else if (command === 'check' && rest.length === 1) {
       console.log(`threadlock cross: ${rest[0]} loads in ${check(name, rest[0])}`)
     } else if (command === 'node') {
-      const r = runNode(name, rest)
+      const r = runNode(name, rest, { inherit: true })
       process.stdout.write(r.stdout)
       process.stderr.write(r.stderr)
       process.exitCode = typeof r.status === 'number' ? r.status : 1
