@@ -78,6 +78,13 @@ if [ "$reports" -gt 0 ]; then
   exit 1
 fi
 if [ "$status" -ne 0 ]; then
+  # Exit 66 is TSan's own: a fatal error of the runtime (a crash it caught,
+  # a failed check) is logged in the same files, not as a WARNING.
+  for log in "$tmp"/tsan.*; do
+    [ -f "$log" ] || continue
+    echo "--- $log" >&2
+    cat "$log" >&2
+  done
   echo "test/tsan/run.sh: the tests failed under ThreadSanitizer (exit $status)" >&2
   exit "$status"
 fi
