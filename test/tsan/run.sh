@@ -66,26 +66,50 @@ else
 fi
 
 echo "test/tsan: ThreadSanitizer build in $tmp, runtime $tsan"
-status=0
-(cd "$tmp" && LD_PRELOAD="$tsan" \
-  TSAN_OPTIONS="suppressions=$root/test/tsan/node.supp log_path=$tmp/tsan halt_on_error=0 report_signal_unsafe=0 history_size=4" \
-  node node_modules/.bin/mocha --no-config --timeout 300000 "${files[@]}") || status=$?
-
-reports=$(cat "$tmp"/tsan.* 2>/dev/null | grep -c '^WARNING: ThreadSanitizer' || true)
-if [ "$reports" -gt 0 ]; then
-  cat "$tmp"/tsan.* >&2
-  echo "test/tsan/run.sh: $reports ThreadSanitizer report(s) (logs above)" >&2
-  exit 1
-fi
-if [ "$status" -ne 0 ]; then
-  # Exit 66 is TSan's own: a fatal error of the runtime (a crash it caught,
-  # a failed check) is logged in the same files, not as a WARNING.
-  for log in "$tmp"/tsan.*; do
-    [ -f "$log" ] || continue
-    echo "--- $log" >&2
-    cat "$log" >&2
+# Each file in its own mocha process, with its own log directory. The
+# runtime of gcc 12 (libtsan 2) sometimes dies in its own bookkeeping of a
+# mapping that is not the addon's (the addon maps memory only for
+# threadlock/host): "ThreadSanitizer failed to allocate 0xffffffffffffe000
+# (-8192) bytes", a negative size it computed, then exit 66; seen in 1 of 6
+# runs of termination-stress.test.js, whose workers' isolates map and unmap
+# as they start and end. A file whose run ends that way, with no report,
+# runs again (up to twice more); any report, any other failure, fails.
+run_file() {
+  local file=$1 logs=$2
+  mkdir -p "$logs"
+  (cd "$tmp" && LD_PRELOAD="$tsan" \
+    TSAN_OPTIONS="suppressions=$root/test/tsan/node.supp log_path=$logs/tsan halt_on_error=0 report_signal_unsafe=0 history_size=4" \
+    node node_modules/.bin/mocha --no-config --timeout 300000 "$file")
+}
+failed=0
+for file in "${files[@]}"; do
+  for attempt in 1 2 3; do
+    logs="$tmp/logs/$(basename "$file")/$attempt"
+    status=0
+    run_file "$file" "$logs" || status=$?
+    reports=$(cat "$logs"/tsan.* 2>/dev/null | grep -c '^WARNING: ThreadSanitizer' || true)
+    if [ "$reports" -gt 0 ]; then
+      cat "$logs"/tsan.* >&2
+      echo "test/tsan/run.sh: $file: $reports ThreadSanitizer report(s) (logs above)" >&2
+      exit 1
+    fi
+    [ "$status" -ne 0 ] || break
+    # Exit 66 is TSan's own: a fatal error of the runtime (a crash it
+    # caught, a failed check) is logged in the same files, not as a WARNING.
+    for log in "$logs"/tsan.*; do
+      [ -f "$log" ] || continue
+      echo "--- $log" >&2
+      cat "$log" >&2
+    done
+    if [ "$status" -eq 66 ] && [ "$attempt" -lt 3 ] &&
+      grep -q 'ThreadSanitizer failed to allocate 0xf[0-9a-f]\{15\} (-' "$logs"/tsan.* 2>/dev/null; then
+      echo "test/tsan: $file: the runtime's negative allocation (above), not a report; again" >&2
+      continue
+    fi
+    echo "test/tsan/run.sh: $file failed under ThreadSanitizer (exit $status)" >&2
+    failed=1
+    break
   done
-  echo "test/tsan/run.sh: the tests failed under ThreadSanitizer (exit $status)" >&2
-  exit "$status"
-fi
+done
+[ "$failed" -eq 0 ] || exit 1
 echo "test/tsan: no ThreadSanitizer report"
