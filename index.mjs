@@ -1,8 +1,29 @@
 // The ES module entry point. It re-exports the CommonJS module, so that
 // `import` and `require` share one instance of the module, of its native
-// addon and of its per-thread state. Node finds the named exports by reading
-// index.js (`module.exports = { ... }`); test/loader.test.js checks that
-// every export of index.js is reachable by name from here.
+// addon and of its per-thread state. The names are listed here because
+// index.js defines most of its exports as getters that load on first use,
+// which Node's reading of a CommonJS module for names does not follow;
+// test/loader.test.js checks that every export of index.js is reachable by
+// name from here. (Importing this module reads them all.)
 
-export * from './index.js'
-export { default } from './index.js'
+import threadlock from './index.js'
+
+export const {
+  wait,
+  notify,
+  waitAsync,
+  waiterCount,
+  AsyncLock,
+  Semaphore,
+  RWLock,
+  ConditionVariable,
+  Barrier,
+  CountDownLatch,
+  locks,
+  LockManager,
+  Lock,
+  LockError,
+  AbortError,
+  lockPolicy
+} = threadlock
+export default threadlock
