@@ -8,6 +8,10 @@
 
 import threadlock from './index.js'
 
+// What Node itself adds to a CommonJS module's namespace (Node 23 and later
+// add a 'module.exports' name) passes on; the names below take precedence.
+export * from './index.js'
+
 export const {
   wait,
   notify,
