@@ -12,40 +12,45 @@ const { wait, notify, waitAsync, waiterCount } = require('./lib/atomics')
 const { AsyncLock } = require('./lib/AsyncLock')
 const { LockError, AbortError } = require('./lib/errors')
 
+// An export read the first time it is used.
+class OnFirstRead {
+  constructor (load) { this.load = load }
+}
+
 const exported = {
   wait,
   notify,
   waitAsync,
   waiterCount,
   AsyncLock,
-  Semaphore: () => require('./lib/Semaphore').Semaphore,
-  RWLock: () => require('./lib/RWLock').RWLock,
-  ConditionVariable: () => require('./lib/ConditionVariable').ConditionVariable,
-  Barrier: () => require('./lib/Barrier').Barrier,
-  CountDownLatch: () => require('./lib/CountDownLatch').CountDownLatch,
-  locks: () => require('./lib/locks').locks,
-  LockManager: () => require('./lib/locks').LockManager,
-  Lock: () => require('./lib/locks').Lock,
+  Semaphore: new OnFirstRead(() => require('./lib/Semaphore').Semaphore),
+  RWLock: new OnFirstRead(() => require('./lib/RWLock').RWLock),
+  ConditionVariable: new OnFirstRead(() => require('./lib/ConditionVariable').ConditionVariable),
+  Barrier: new OnFirstRead(() => require('./lib/Barrier').Barrier),
+  CountDownLatch: new OnFirstRead(() => require('./lib/CountDownLatch').CountDownLatch),
+  locks: new OnFirstRead(() => require('./lib/locks').locks),
+  LockManager: new OnFirstRead(() => require('./lib/locks').LockManager),
+  Lock: new OnFirstRead(() => require('./lib/locks').Lock),
   LockError,
   AbortError,
-  lockPolicy: () => require('./lib/policy').lockPolicy
+  lockPolicy: new OnFirstRead(() => require('./lib/policy').lockPolicy)
 }
-const loaded = new Set([wait, notify, waitAsync, waiterCount, AsyncLock, LockError, AbortError])
+
+// A plain, writable export from then on, as every export was before.
+function settle (name, value) {
+  Object.defineProperty(module.exports, name, { value, enumerable: true, writable: true, configurable: true })
+  return value
+}
+
 for (const [name, value] of Object.entries(exported)) {
-  if (loaded.has(value)) {
-    Object.defineProperty(module.exports, name, { value, enumerable: true, writable: true, configurable: true })
+  if (!(value instanceof OnFirstRead)) {
+    settle(name, value)
     continue
   }
   Object.defineProperty(module.exports, name, {
     enumerable: true,
     configurable: true,
-    get () {
-      const v = value()
-      Object.defineProperty(module.exports, name, { value: v, enumerable: true, writable: true, configurable: true })
-      return v
-    },
-    set (v) {
-      Object.defineProperty(module.exports, name, { value: v, enumerable: true, writable: true, configurable: true })
-    }
+    get: () => settle(name, value.load()),
+    set (v) { settle(name, v) }
   })
 }
