@@ -93,12 +93,17 @@ function child (body, dir) {
 function next (c) {
   return new Promise((resolve, reject) => {
     let out = ''
+    const onExit = (code, signal) => reject(new Error(`exited ${code} ${signal}`))
     const on = (d) => {
       out += d
-      if (out.includes('\n')) { c.stdout.removeListener('data', on); resolve(out.trim()) }
+      if (out.includes('\n')) {
+        c.stdout.removeListener('data', on)
+        c.removeListener('exit', onExit)
+        resolve(out.trim())
+      }
     }
     c.stdout.on('data', on)
-    c.once('exit', (code, signal) => reject(new Error(`exited ${code} ${signal}`)))
+    c.once('exit', onExit)
   })
 }
 
@@ -728,6 +733,56 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.deepStrictEqual(threadlock.waitAsync(i, 4, 1, 0), { async: false, value: 'timed-out' })
       for (const k of kids) k.child.stdin.end()
       await Promise.all(kids.map((k) => exited(k.child)))
+    })
+
+    it('one helper thread serves a thread\'s promise waits from its first to its end: not started and joined again for every wait (10 rounds, same thread id); a worker that waited gives it back when it ends', async () => {
+      const i = new Int32Array(openSharedMemory('wh', { path: dir, size: 64 }))
+      const w = await child(`const threadlock = require(${INDEX})
+        const i = new Int32Array(host.openSharedMemory('wh', { path: dir, size: 64 }))
+        const helpers = () => require('fs').readdirSync('/proc/self/task')
+          .filter((t) => { try { return require('fs').readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'tl-host-helper' } catch { return false } })
+        process.stdin.on('data', async (d) => {
+          for (const cmd of String(d).trim().split('\\n')) {
+            if (cmd === 'wait') {
+              const r = threadlock.waitAsync(i, 0, 0)
+              say('waiting ' + r.async)
+              await r.value
+              say(JSON.stringify(helpers()))
+            }
+          }
+        })
+        say(JSON.stringify(helpers()))`, dir)
+      assert.strictEqual(w.line, '[]', 'no helper before any wait')
+      const seen = []
+      for (let round = 0; round < 10; round++) {
+        let said = next(w.child)
+        w.child.stdin.write('wait\n')
+        assert.strictEqual(await said, 'waiting true')
+        await until(() => threadlock.waiterCount(i, 0) === 1, 'the waiter')
+        said = next(w.child)
+        assert.strictEqual(threadlock.notify(i, 0), 1)
+        seen.push(JSON.parse(await said))
+      }
+      assert.strictEqual(seen[0].length, 1, `one helper thread: ${JSON.stringify(seen)}`)
+      assert.deepStrictEqual(seen, Array(10).fill(seen[0]), 'the same helper thread every round')
+      w.child.stdin.end()
+      await exited(w.child)
+      // A worker's waits: its helper use ends with it.
+      const v = await child(`const threadlock = require(${INDEX})
+        const { Worker } = require('worker_threads')
+        const b = host.openSharedMemory('wh', { path: dir, size: 64 })
+        const helpers = () => require('fs').readdirSync('/proc/self/task')
+          .filter((t) => { try { return require('fs').readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'tl-host-helper' } catch { return false } })
+        const wk = new Worker('const { workerData, parentPort } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); const r = t.waitAsync(new Int32Array(workerData), 1, 0); parentPort.postMessage(r.async); r.value.then(() => process.exit(0))', { eval: true, workerData: b })
+        wk.once('message', (waiting) => say('waiting ' + waiting + ' ' + helpers().length))
+        wk.once('exit', () => setTimeout(() => say('ended ' + helpers().length), 50))`, dir)
+      assert.strictEqual(v.line, 'waiting true 1')
+      await until(() => threadlock.waiterCount(i, 1) === 1, 'the worker\'s waiter')
+      const said = next(v.child)
+      assert.strictEqual(threadlock.notify(i, 1), 1)
+      assert.strictEqual(await said, 'ended 0', 'the helper is joined once the worker that waited ended')
+      v.child.stdin.end()
+      await exited(v.child)
     })
 
     it('times out never early, leaves the list, and a notify then counts nothing; a waiting process uses no CPU', async () => {

@@ -159,12 +159,23 @@ typedef struct tl_shm_thread_s {
   napi_env env;
   tl_shm_join_t *join;
   uint32_t id;
+  /* The env's thread only: this record keeps one use of its file's bell
+   * (tl__shm_bell_use), taken at the thread's first promise wait there and
+   * given back at its end, so that the bell, and the process helper that
+   * serves it, stay while the thread may wait again instead of being made
+   * and joined for every wait (that restart cost about 50 µs of every
+   * wake from another process; bench/README.md). The id pins the join as
+   * long anyway. */
+  int belled;
   /* Protected by tl__threads_lock. */
   struct tl_shm_thread_s *next;
 } tl_shm_thread_t;
 
 static pthread_mutex_t tl__threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static tl_shm_thread_t *tl__threads; /* protected by tl__threads_lock */
+
+static int tl__shm_bell_use(tl_shm_join_t *j);
+static void tl__shm_bell_unuse(tl_shm_join_t *j);
 
 static void
 tl__shm_thread_end(void *arg)
@@ -179,6 +190,8 @@ tl__shm_thread_end(void *arg)
     }
   }
   pthread_mutex_unlock(&tl__threads_lock);
+  if (t->belled)
+    tl__shm_bell_unuse(t->join);
   tl_shm_thread_remove(t->join, t->id, tl_shm_poke);
   free(t);
 }
@@ -247,6 +260,24 @@ tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
   pthread_mutex_unlock(&tl__threads_lock);
   *out = t->id;
   return 0;
+}
+
+/* The calling thread's record in `j` (made by tl__shm_thread_id) keeps a
+ * use of the file's bell from now on (see `belled`). A failure here is
+ * not one: the wait's own use below starts the helper or says why not. */
+static void
+tl__shm_thread_bell(napi_env env, tl_shm_join_t *j)
+{
+  tl_shm_thread_t *t, *mine = NULL;
+
+  pthread_mutex_lock(&tl__threads_lock);
+  for (t = tl__threads; t != NULL; t = t->next)
+    if (t->env == env && t->join == j)
+      mine = t;
+  pthread_mutex_unlock(&tl__threads_lock);
+  /* Only this env's thread changes `belled` or frees its record. */
+  if (mine != NULL && !mine->belled && tl__shm_bell_use(j) == 0)
+    mine->belled = 1;
 }
 
 /* shmOwnerId(typedArray) -> the calling thread's owner id in the file of
@@ -404,8 +435,9 @@ tl_napi_shm_count(napi_env env, napi_callback_info info)
 /* Promise waiters (waitAsync, and the promise requests of lib/ShmLock.js)
  * on shared memory. A waiter is a node of the file (shm_wait.c) and a
  * record of its env here; it hears of its notify through its process's
- * doorbell in the file: one bell per file with promise waiters in this
- * process (bell.h), served by the process helper of binding_host.c, whose
+ * doorbell in the file: one bell per file in which a thread of this
+ * process waits, or has waited (kept by its owner-id record, `belled`),
+ * with a promise (bell.h), served by the process helper of binding_host.c, whose
  * `ring` queues one call on the threadsafe function of every env that has
  * waiters; that call (on the env's thread) runs lib/shmWait.js's poll,
  * which takes the records whose node was notified (shmAsyncTake). A
@@ -750,6 +782,7 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
   }
   if (tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
+  tl__shm_thread_bell(env, j);
   a = calloc(1, sizeof(*a));
   if (a == NULL) {
     napi_throw_error(env, "ENOMEM", "out of memory");
