@@ -437,8 +437,8 @@ tl_napi_shm_count(napi_env env, napi_callback_info info)
  * record of its env here; it hears of its notify through its process's
  * doorbell in the file: one bell per file in which a thread of this
  * process waits, or has waited (kept by its owner-id record, `belled`),
- * with a promise (bell.h), served by the process helper of binding_host.c, whose
- * `ring` queues one call on the threadsafe function of every env that has
+ * with a promise (bell.h), served by the process helper of binding_host.c,
+ * whose `ring` queues one call on the threadsafe function of every env that has
  * waiters; that call (on the env's thread) runs lib/shmWait.js's poll,
  * which takes the records whose node was notified (shmAsyncTake). A
  * timeout or abort withdraws the node (shmAsyncCancel), which tells
