@@ -112,9 +112,13 @@ describe('threadlock/host: a process stopped inside the critical section (findin
     const held = a.send('request', { name: 'x' })
     await a.event(held, 'granted')
     const waiting = b.send('request', { name: 'x' })
-    assert.strictEqual((await b.call('ping')).ev, 'pong') // queued in the table
+    // Queued in the table (a request that found the section busy is
+    // linked by b's worker, later than b answers anything): only a request
+    // linked 1 ms before the release is served by it.
+    await waitFor(async () => (await owner.call('query')).snapshot.pending.some((e) => e.name === 'x' && e.pid === b.pid))
     // Waiting 1 ms and more, it is served at the release (no barging
-    // ahead of it): the grant is made then, not left for b to claim.
+    // ahead of it): the grant is made then, not left for b to claim, which
+    // would need the section.
     await new Promise((resolve) => setTimeout(resolve, 20))
     // b's event loop is busy while a releases: the grant is written and
     // b's doorbell rung, and b polls only after the section is taken.
