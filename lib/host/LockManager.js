@@ -88,8 +88,12 @@ class NodeMap {
   // A copy: callers change the map while they walk it.
   values () {
     const out = []
-    if (this.size === 0) return out
-    for (const e of this.#items) if (e !== undefined) out.push(e)
+    // Up to the last entry in use, not the whole table's length (4,096):
+    // the age timer walks it once per BARGE_MS while requests wait.
+    for (let i = 0; out.length < this.size && i < this.#items.length; i++) {
+      const e = this.#items[i]
+      if (e !== undefined) out.push(e)
+    }
     return out
   }
 }
