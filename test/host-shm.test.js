@@ -449,6 +449,47 @@ describe('openSharedMemory (Node.js >= 22)', function () {
       const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 8 }))
       say(String(binding.shmOwnerId(i)))`, dir)
 
+    it('a live process stays alive while other processes open the file and look for a slot (120 opens, its liveness read all along by a worker)', async function () {
+      // Under qemu-user (.ci/cross.sh) a node process takes seconds to
+      // start: fewer opens there.
+      const OPENS = process.env.THREADLOCK_TEST_QEMU ? 6 : 40
+      this.timeout(180000)
+      const i = new Int32Array(openSharedMemory('scan', { path: dir, size: 8 }))
+      const holder = await idChild('scan')
+      const id = Number(holder.line)
+      // A worker reads the holder's liveness as fast as it can until the
+      // stop word is set, and counts the readings that said dead.
+      const stopWord = new Int32Array(new SharedArrayBuffer(4))
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const { binding } = require(${NATIVE})
+        const i = new Int32Array(workerData.buffer)
+        let dead = 0
+        let reads = 0
+        parentPort.postMessage('started')
+        while (Atomics.load(workerData.stop, 0) === 0) { reads++; if (binding.shmOwnerAlive(i, workerData.id) !== true) dead++ }
+        parentPort.postMessage({ dead, reads })`, { eval: true, workerData: { buffer: i.buffer, stop: stopWord, id } })
+      const messages = []
+      let waiting = null
+      w.on('message', (m) => { if (waiting) { const f = waiting; waiting = null; f(m) } else messages.push(m) })
+      const nextMessage = () => messages.length > 0 ? Promise.resolve(messages.shift()) : new Promise((resolve) => { waiting = resolve })
+      assert.strictEqual(await nextMessage(), 'started')
+      // Three processes open the file 40 times each, one new process per
+      // open: each looks for a free slot, past the holder's.
+      const opener = `const host = require(${HOST}); host.openSharedMemory('scan', { path: ${JSON.stringify(dir)}, size: 8 })`
+      const loop = `const { spawnSync } = require('child_process'); for (let n = 0; n < ${OPENS}; n++) { const r = spawnSync(process.execPath, ['-e', ${JSON.stringify(opener)}]); if (r.status !== 0) { console.error(String(r.stderr)); process.exit(1) } }`
+      await Promise.all([0, 1, 2].map(() => new Promise((resolve, reject) => {
+        const c = spawn(process.execPath, ['-e', loop], { stdio: ['ignore', 'ignore', 'inherit'] })
+        c.once('exit', (code) => code === 0 ? resolve() : reject(new Error(`opener exited ${code}`)))
+      })))
+      Atomics.store(stopWord, 0, 1)
+      const { dead, reads } = await nextMessage()
+      await new Promise((resolve) => w.once('exit', resolve))
+      assert.ok(reads > 1000, `the worker read the liveness ${reads} times`)
+      assert.strictEqual(dead, 0, `the live holder read as dead ${dead} times of ${reads} while other processes looked for a slot`)
+      holder.child.stdin.end()
+      await exited(holder.child)
+    })
+
     it('4 processes, their main threads and a worker get 4 + 2 different ids, each alive; kill -9 makes one dead, SIGSTOP does not; its slot reused gets a new id', async () => {
       const i = new Int32Array(openSharedMemory('o', { path: dir, size: 8 }))
       const mine = binding.shmOwnerId(i)

@@ -168,6 +168,17 @@ static int
 tl__claim(tl_shm_join_t *j, tl_host_error_t *e)
 {
   for (uint32_t s = 0; s < TL_SHM_SLOTS; s++) {
+    /* A slot whose process lives is passed over without its CLAIM byte:
+     * tl_shm_owner_alive reads a held CLAIM byte as "being claimed again,
+     * so its owner is dead", and a scan that took it on a live slot made
+     * that slot's owners look dead to every other process for as long
+     * (their locks were taken over with DIED while held: an exclusion
+     * break seen once in host-shm.test.js under load). A slot that comes
+     * to life between this look and the CLAIM byte still gets the short
+     * hold below; closing that too needs the liveness check to wait out a
+     * CLAIM byte instead of reading it as death (not done). */
+    if (tl__hp_probe(j->fd, TL_SHM_LIVE + s) == TL_HP_OWNED)
+      continue;
     if (tl__hp_trylock(j->fd, TL_SHM_CLAIM + s, 1) != 0)
       continue;
     if (tl__hp_trylock(j->fd, TL_SHM_LIVE + s, 1) != 0) {
