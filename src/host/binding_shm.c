@@ -174,7 +174,6 @@ typedef struct tl_shm_thread_s {
 static pthread_mutex_t tl__threads_lock = PTHREAD_MUTEX_INITIALIZER;
 static tl_shm_thread_t *tl__threads; /* protected by tl__threads_lock */
 
-static int tl__shm_bell_use(tl_shm_join_t *j);
 static void tl__shm_bell_unuse(tl_shm_join_t *j);
 
 static void
@@ -214,27 +213,24 @@ tl__shm_join_of(napi_env env, napi_value ta)
   return j;
 }
 
-/* The calling thread's owner id in the file of `j`, made at its first
- * request there. Returns 0, or -1 with an exception pending. */
-static int
-tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
+/* The calling thread's record in the file of `j` (its owner id), made at
+ * its first request there. Returns NULL with an exception pending. */
+static tl_shm_thread_t *
+tl__shm_thread_of(napi_env env, tl_shm_join_t *j)
 {
-  tl_shm_thread_t *t;
-  uint32_t id = 0;
+  tl_shm_thread_t *t, *mine = NULL;
 
   pthread_mutex_lock(&tl__threads_lock);
   for (t = tl__threads; t != NULL; t = t->next)
     if (t->env == env && t->join == j)
-      id = t->id;
+      mine = t;
   pthread_mutex_unlock(&tl__threads_lock);
-  if (id != 0) {
-    *out = id;
-    return 0;
-  }
+  if (mine != NULL)
+    return mine;
   t = calloc(1, sizeof(*t));
   if (t == NULL) {
     napi_throw_error(env, "ENOMEM", "out of memory");
-    return -1;
+    return NULL;
   }
   int e = tl_shm_thread_add(j, &t->id);
   if (e != 0) {
@@ -244,7 +240,7 @@ tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
                          ? "this process has given out every owner id of "
                            "its slot in the shared memory"
                          : "the shared-memory file shrank");
-    return -1;
+    return NULL;
   }
   t->env = env;
   t->join = j;
@@ -252,32 +248,26 @@ tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
     tl_shm_thread_remove(j, t->id, tl_shm_poke);
     free(t);
     tl__throw_last(env, "napi_add_env_cleanup_hook");
-    return -1;
+    return NULL;
   }
   pthread_mutex_lock(&tl__threads_lock);
   t->next = tl__threads;
   tl__threads = t;
   pthread_mutex_unlock(&tl__threads_lock);
-  *out = t->id;
-  return 0;
+  return t;
 }
 
-/* The calling thread's record in `j` (made by tl__shm_thread_id) keeps a
- * use of the file's bell from now on (see `belled`). A failure here is
- * not one: the wait's own use below starts the helper or says why not. */
-static void
-tl__shm_thread_bell(napi_env env, tl_shm_join_t *j)
+/* The calling thread's owner id in the file of `j`, made at its first
+ * request there. Returns 0, or -1 with an exception pending. */
+static int
+tl__shm_thread_id(napi_env env, tl_shm_join_t *j, uint32_t *out)
 {
-  tl_shm_thread_t *t, *mine = NULL;
+  tl_shm_thread_t *t = tl__shm_thread_of(env, j);
 
-  pthread_mutex_lock(&tl__threads_lock);
-  for (t = tl__threads; t != NULL; t = t->next)
-    if (t->env == env && t->join == j)
-      mine = t;
-  pthread_mutex_unlock(&tl__threads_lock);
-  /* Only this env's thread changes `belled` or frees its record. */
-  if (mine != NULL && !mine->belled && tl__shm_bell_use(j) == 0)
-    mine->belled = 1;
+  if (t == NULL)
+    return -1;
+  *out = t->id;
+  return 0;
 }
 
 /* shmOwnerId(typedArray) -> the calling thread's owner id in the file of
@@ -780,9 +770,15 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
     napi_throw_error(env, NULL, "shmAsyncInit was not called");
     return NULL;
   }
-  if (tl__shm_thread_id(env, j, &id) != 0)
+  tl_shm_thread_t *t = tl__shm_thread_of(env, j);
+  if (t == NULL)
     return NULL;
-  tl__shm_thread_bell(env, j);
+  id = t->id;
+  /* The record keeps a use of the file's bell from now on (`belled`). A
+   * failure here is not one: the wait's own use below starts the helper
+   * or says why not. Only this env's thread changes `belled`. */
+  if (!t->belled && tl__shm_bell_use(j) == 0)
+    t->belled = 1;
   a = calloc(1, sizeof(*a));
   if (a == NULL) {
     napi_throw_error(env, "ENOMEM", "out of memory");
