@@ -30,6 +30,7 @@ const ROOT = path.join(__dirname, '..')
 const threadlock = require(ROOT)
 const host = require(path.join(ROOT, 'host'))
 const { binding } = require(path.join(ROOT, 'lib', 'native'))
+const { median, sleep } = require('./common')
 
 const arg = (name, dflt) => {
   const a = process.argv.find((s) => s.startsWith(`--${name}=`))
@@ -40,15 +41,13 @@ const ROUNDS = arg('rounds', 3)
 const IDLE_MS = 20
 
 const now = () => performance.timeOrigin + performance.now()
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]
 
 // The side that is woken, in a worker thread or in a child process: it
 // answers 'ready' (or 'armed' once it waits), then the time at which its
 // handler ran. Run by `node wake-floor.js --peer <kind> <dir>`.
 function peerMain (kind, dir, send, onMessage) {
   const report = () => send(now())
-  if (kind === 'postMessage' || kind === 'ipc') {
+  if (kind === 'postMessage') {
     onMessage(() => report())
     send('ready')
   } else if (kind === 'pipe') {
@@ -176,10 +175,7 @@ function inProcess (kind, { dir = '', wake, arm }) {
       }
       return { c }
     },
-    ready: async (next) => {
-      const first = await next()
-      if (kind === 'udp') return first
-    },
+    ready: (next) => next(),
     arm: arm || (async () => {}),
     wake,
     stop: async (p) => {
