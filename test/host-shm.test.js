@@ -473,8 +473,8 @@ describe('openSharedMemory (Node.js >= 22)', function () {
       w.on('message', (m) => { if (waiting) { const f = waiting; waiting = null; f(m) } else messages.push(m) })
       const nextMessage = () => messages.length > 0 ? Promise.resolve(messages.shift()) : new Promise((resolve) => { waiting = resolve })
       assert.strictEqual(await nextMessage(), 'started')
-      // Three processes open the file 40 times each, one new process per
-      // open: each looks for a free slot, past the holder's.
+      // Three processes open the file OPENS times each, one new process
+      // per open: each looks for a free slot, past the holder's.
       const opener = `const host = require(${HOST}); host.openSharedMemory('scan', { path: ${JSON.stringify(dir)}, size: 8 })`
       // At most 4 s of opening: the worker spins a core meanwhile, and a
       // loaded machine (npm test runs three files at once) starts node
@@ -779,12 +779,15 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await Promise.all(kids.map((k) => exited(k.child)))
     })
 
+    // For a child's script: the ids of its threads named tl-host-helper.
+    const HELPERS = `const helpers = () => require('fs').readdirSync('/proc/self/task')
+      .filter((t) => { try { return require('fs').readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'tl-host-helper' } catch { return false } })`
+
     it('one helper thread serves a thread\'s promise waits from its first to its end: not started and joined again for every wait (10 rounds, same thread id); a worker that waited gives it back when it ends', async () => {
       const i = new Int32Array(openSharedMemory('wh', { path: dir, size: 64 }))
       const w = await child(`const threadlock = require(${INDEX})
         const i = new Int32Array(host.openSharedMemory('wh', { path: dir, size: 64 }))
-        const helpers = () => require('fs').readdirSync('/proc/self/task')
-          .filter((t) => { try { return require('fs').readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'tl-host-helper' } catch { return false } })
+        ${HELPERS}
         process.stdin.on('data', async (d) => {
           for (const cmd of String(d).trim().split('\\n')) {
             if (cmd === 'wait') {
@@ -815,8 +818,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const v = await child(`const threadlock = require(${INDEX})
         const { Worker } = require('worker_threads')
         const b = host.openSharedMemory('wh', { path: dir, size: 64 })
-        const helpers = () => require('fs').readdirSync('/proc/self/task')
-          .filter((t) => { try { return require('fs').readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'tl-host-helper' } catch { return false } })
+        ${HELPERS}
         const wk = new Worker('const { workerData, parentPort } = require("worker_threads"); const t = require(' + ${JSON.stringify(INDEX)} + '); const r = t.waitAsync(new Int32Array(workerData), 1, 0); parentPort.postMessage(r.async); r.value.then(() => process.exit(0))', { eval: true, workerData: b })
         wk.once('message', (waiting) => say('waiting ' + waiting + ' ' + helpers().length))
         wk.once('exit', () => setTimeout(() => say('ended ' + helpers().length), 50))`, dir)
