@@ -468,6 +468,11 @@ describe('openSharedMemory (Node.js >= 22)', function () {
         parentPort.postMessage('started')
         while (Atomics.load(workerData.stop, 0) === 0) { reads++; if (binding.shmOwnerAlive(i, workerData.id) !== true) dead++ }
         parentPort.postMessage({ dead, reads })`, { eval: true, workerData: { buffer: i.buffer, stop: stopWord, id } })
+      // Listened for before anything can make the worker end: it exits
+      // right after its last message, and its 'exit' may come before the
+      // code after that message's await runs (a listener attached there
+      // waited for ever, 1 run in 10 under load).
+      const ended = new Promise((resolve) => w.once('exit', resolve))
       const messages = []
       let waiting = null
       w.on('message', (m) => { if (waiting) { const f = waiting; waiting = null; f(m) } else messages.push(m) })
@@ -486,7 +491,7 @@ describe('openSharedMemory (Node.js >= 22)', function () {
       })))
       Atomics.store(stopWord, 0, 1)
       const { dead, reads } = await nextMessage()
-      await new Promise((resolve) => w.once('exit', resolve))
+      await ended
       assert.ok(reads > 1000, `the worker read the liveness ${reads} times`)
       assert.strictEqual(dead, 0, `the live holder read as dead ${dead} times of ${reads} while other processes looked for a slot`)
       holder.child.stdin.end()
