@@ -62,14 +62,21 @@
 //   their event loop; wakes come from notify, death and thread end only
 //   (a blocking wait's 10 ms slices for the termination probe aside).
 //
-// Not built: the FIFO mode (`fifo: true` is refused), the holder's slice
-// and hand-off (a waiter competes with bargers; no bound on its wait), and
-// the ordering of one thread's promise requests among themselves.
+// A thread's promise requests keep their order (lib/ShmOrder.js): only the
+// oldest of them competes, the others wait in the thread's queue for the
+// word, and every release by the thread starts the next. A blocking lock()
+// while the thread has requests queued would never return (they come
+// first): EDEADLK, as in-process; tryLock() is false meanwhile.
+//
+// Not built: the FIFO mode (`fifo: true` is refused), and the holder's
+// slice and hand-off (a waiter competes with bargers; no bound on its
+// wait).
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
 const shmWait = require('./shmWait')
+const { sideOf } = require('./ShmOrder')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
 
@@ -90,7 +97,9 @@ const LOOK_DELAY_MS = Number(process.env.THREADLOCK_SHM_TEST_LOOK_DELAY_MS) || 0
 const PUBLISH_DELAY_MS = Number(process.env.THREADLOCK_SHM_TEST_PUBLISH_DELAY_MS) || 0
 const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 
-// Numbers the holds of this thread (for the release functions).
+// Numbers the holds of this thread (for the release functions): the hold
+// is the side's (shared by this thread's objects on the word), so that a
+// release function ends its own hold or nothing, whichever object released.
 let holds = 0
 
 // What lib/ConditionVariable.js asks of a lock here (as it asks the
@@ -106,25 +115,28 @@ const RESUME = Symbol('resume')
 class ShmLock extends SharedSlot {
   #i32
   #me
-  #hold = 0
+  // This thread's side of the word (lib/ShmOrder.js): its queue of promise
+  // requests and its hold, shared by its objects on the word.
+  #side
   // The value #try last saw held by another.
   #seen = 0
-  // Promise requests of this object waiting.
-  #queued = 0
   #release = Object.assign((hold) => {
-    if (hold === this.#hold) this.unlock()
-  }, { hold: () => this.#hold })
+    if (hold === this.#side.hold) this.unlock()
+  }, { hold: () => this.#side.hold })
+  #held = () => (load(this.#i32, 0) & ID) === this.#me
+  #compete = (o, where, timeout) => this.#wait(o, where, timeout)
 
   constructor (buffer, byteOffset) {
     super({ type: 'AsyncLock', words: 1, shm: true }, [buffer, byteOffset])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#me = native.shmOwnerId(this.#i32)
+    this.#side = sideOf(this.#i32, 'lock')
   }
 
-  [HELD] () { return (load(this.#i32, 0) & ID) === this.#me }
-  [QUEUED] () { return this.#queued !== 0 }
-  [HOLD] () { return this.#hold }
-  [RESUME] (hold) { if (hold !== 0) this.#hold = hold }
+  [HELD] () { return this.#held() }
+  [QUEUED] () { return this.#side.waiting }
+  [HOLD] () { return this.#side.hold }
+  [RESUME] (hold) { if (hold !== 0) this.#side.hold = hold }
 
   get handle () { return { type: 'AsyncLock', buffer: this.buffer, byteOffset: this.byteOffset, fifo: false } }
   get fifo () { return false }
@@ -136,8 +148,11 @@ class ShmLock extends SharedSlot {
     return id === 0 ? null : id
   }
 
-  /** Requests (blocking and promise, every process) sleeping on the lock. */
-  get waiting () { return native.waiterCount(this.#i32, 0) }
+  /**
+   * Requests (blocking and promise, every process) sleeping on the lock,
+   * and this thread's promise requests queued behind its oldest.
+   */
+  get waiting () { return native.waiterCount(this.#i32, 0) + this.#side.local }
 
   get ownerDied () {
     const v = load(this.#i32, 0)
@@ -159,7 +174,7 @@ class ShmLock extends SharedSlot {
         return undefined
       }
       if (compareExchange(this.#i32, 0, v, next) === v) {
-        this.#hold = ++holds
+        this.#side.hold = ++holds
         return (next & DIED) !== 0
       }
     }
@@ -192,13 +207,16 @@ class ShmLock extends SharedSlot {
 
   #fast () {
     if (compareExchange(this.#i32, 0, 0, this.#me) !== 0) return false
-    this.#hold = ++holds
+    this.#side.hold = ++holds
     return true
   }
 
   lock (options) {
-    if (options === undefined && this.#fast()) return
+    if (options === undefined && !this.#side.waiting && this.#fast()) return
     const timeout = readSyncOptions(options, 'AsyncLock.lock')
+    if (this.#side.waiting) {
+      throw deadlockError('AsyncLock.lock', 'this thread has promise requests queued for the lock, which come first, so a blocking lock() would never return')
+    }
     const deadline = gate.deadlineOf(timeout)
     let slept = false
     for (;;) {
@@ -226,13 +244,14 @@ class ShmLock extends SharedSlot {
   }
 
   tryLock () {
+    if (this.#side.waiting) return false // this thread's older requests come first
     if (this.#fast()) return true
     return this.#try(false) !== undefined
   }
 
   unlock () {
     if (compareExchange(this.#i32, 0, this.#me, 0) === this.#me) {
-      this.#hold = 0
+      this.#side.released()
       return
     }
     for (;;) {
@@ -243,8 +262,8 @@ class ShmLock extends SharedSlot {
           : 'the lock is held by another thread (of this or another process)')
       }
       if (compareExchange(this.#i32, 0, v, 0) === v) {
-        this.#hold = 0
         if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, 1)
+        this.#side.released()
         return
       }
     }
@@ -255,20 +274,24 @@ class ShmLock extends SharedSlot {
   }
 
   #acquire (options, where) {
-    if (options === undefined && this.#fast()) return Promise.resolve(gate.makeRelease(this.#release, false))
+    const first = !this.#side.waiting
+    if (options === undefined && first && this.#fast()) return Promise.resolve(gate.makeRelease(this.#release, false))
     const o = readAsyncOptions(options, where, true)
     if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
-    const died = this.#try(false)
-    if (died !== undefined) return Promise.resolve(gate.makeRelease(this.#release, died))
+    if (first) {
+      const died = this.#try(false)
+      if (died !== undefined) return Promise.resolve(gate.makeRelease(this.#release, died))
+    }
     if (!o.blocking) return Promise.reject(busyError(where))
     if (o.timeout === 0) return Promise.reject(timeoutError(0, where))
-    this.#queued++
-    const p = this.#wait(o, where)
-    p.then(() => { this.#queued-- }, () => { this.#queued-- })
-    return p
+    // Behind this thread's older requests, or its hold (lib/ShmOrder.js).
+    return this.#side.request(o, where, this.#held, this.#compete)
   }
 
-  async #wait (o, where) {
+  // The wait of the first of this thread's requests (ShmOrder's compete):
+  // its options' timeout is what is left of the request's, `shown` the
+  // request's own (for its error).
+  async #wait (o, where, shown) {
     const deadline = gate.deadlineOf(o.timeout)
     let slept = false
     for (;;) {
@@ -278,7 +301,7 @@ class ShmLock extends SharedSlot {
       const left = gate.remaining(deadline)
       if (left === 0) {
         if (slept) this.#passOn()
-        throw timeoutError(o.timeout, where)
+        throw timeoutError(shown, where)
       }
       const w = this.#prepare()
       if (w === undefined) continue
@@ -293,7 +316,7 @@ class ShmLock extends SharedSlot {
       slept = true
       if (r === 'timed-out') {
         this.#passOn()
-        throw timeoutError(o.timeout, where)
+        throw timeoutError(shown, where)
       }
     }
   }

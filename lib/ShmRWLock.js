@@ -54,9 +54,12 @@
 //   and thread ends (a blocking wait's 10 ms slices for the termination
 //   probe aside).
 //
+// A thread's promise write requests keep their order (lib/ShmOrder.js, as
+// lib/ShmLock.js): only the oldest competes; a blocking write request while
+// some are queued is EDEADLK, a try is false.
+//
 // Not built (as lib/ShmLock.js): writers barge (a waiting writer competes
-// with running ones, no hand-off, no bound on its wait), and the requests
-// of one thread are not ordered among themselves. A writer killed while it
+// with running ones, no hand-off, no bound on its wait). A writer killed while it
 // waited for readers counts as a holder that died (DIED), although it never
 // held: nothing tells the two apart.
 
@@ -64,6 +67,7 @@ const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
 const shmWait = require('./shmWait')
+const { sideOf } = require('./ShmOrder')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
 
@@ -80,21 +84,24 @@ const { compareExchange, load } = Atomics
 const WATCH = 1
 const REFUSE_MINE = 2
 
-// Numbers the write holds of this thread (for the release functions).
+// Numbers the write holds of this thread (for the release functions; the
+// hold is the side's, shared by the thread's objects on the word).
 let holds = 0
 
 class ShmRWLock extends SharedSlot {
   #i32
   #me
-  #hold = 0
+  // This thread's side of the word for writers (lib/ShmOrder.js): its queue
+  // of promise write requests, its write hold and its draining requests,
+  // shared by its objects on the word.
+  #side
   // The value last seen held by another writer.
   #seen = 0
-  // Write requests of this object whose id is in the word but which wait
-  // for readers to leave (releaseWrite() must not end them).
-  #draining = 0
   #releaseWrite = Object.assign((hold) => {
-    if (hold === this.#hold) this.releaseWrite()
-  }, { hold: () => this.#hold })
+    if (hold === this.#side.hold) this.releaseWrite()
+  }, { hold: () => this.#side.hold })
+  #writing = () => (load(this.#i32, 0) & ID) === this.#me
+  #compete = (o, where, timeout) => this.#waitWrite(o, where, timeout)
 
   #releaseRead = () => this.releaseRead()
 
@@ -102,6 +109,7 @@ class ShmRWLock extends SharedSlot {
     super({ type: 'RWLock', words: 1, shm: true }, [buffer, byteOffset])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#me = native.shmOwnerId(this.#i32)
+    this.#side = sideOf(this.#i32, 'write')
   }
 
   get handle () { return { type: 'RWLock', buffer: this.buffer, byteOffset: this.byteOffset } }
@@ -118,8 +126,11 @@ class ShmRWLock extends SharedSlot {
     return id === 0 ? null : id
   }
 
-  /** Requests (blocking and promise, every process) sleeping on the lock. */
-  get waiting () { return native.waiterCount(this.#i32, 0) }
+  /**
+   * Requests (blocking and promise, every process) sleeping on the lock,
+   * and this thread's write requests queued behind its oldest.
+   */
+  get waiting () { return native.waiterCount(this.#i32, 0) + this.#side.local }
 
   get ownerDied () {
     const v = load(this.#i32, 0)
@@ -293,11 +304,12 @@ class ShmRWLock extends SharedSlot {
       const v = load(this.#i32, 0)
       if ((v & DRAINING) === 0 || compareExchange(this.#i32, 0, v, v & ~DRAINING) === v) break
     }
-    this.#hold = ++holds
+    this.#side.hold = ++holds
     return (load(this.#i32, 0) & DIED) !== 0
   }
 
   tryAcquireWrite () {
+    if (this.#side.waiting) return false // this thread's older requests come first
     if (this.#claim() !== true) return false
     if (native.shmReadHolds(this.#i32, 0, 0) === 0) {
       this.#granted()
@@ -310,6 +322,9 @@ class ShmRWLock extends SharedSlot {
   acquireWriteSync (options) {
     const where = 'RWLock.acquireWriteSync'
     const timeout = readSyncOptions(options, where)
+    if (this.#side.waiting) {
+      throw deadlockError(where, 'this thread has write requests queued for the lock, which come first, so a blocking acquireWriteSync() would never return')
+    }
     const deadline = gate.deadlineOf(timeout)
     // First the word: this thread's id in it.
     this.#untilSync(() => {
@@ -345,14 +360,14 @@ class ShmRWLock extends SharedSlot {
   releaseWrite () {
     for (;;) {
       const v = load(this.#i32, 0)
-      if ((v & ID) !== this.#me || this.#draining !== 0) {
+      if ((v & ID) !== this.#me || this.#side.draining !== 0) {
         throw notOwnerError('RWLock.releaseWrite', (v & ID) === 0
           ? 'the write lock is not held'
           : 'the write lock is not held by this thread (of this or another process)')
       }
       if (compareExchange(this.#i32, 0, v, 0) === v) {
-        this.#hold = 0
         if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, Infinity)
+        this.#side.released()
         return
       }
     }
@@ -370,10 +385,15 @@ class ShmRWLock extends SharedSlot {
         ? Promise.resolve(gate.makeRelease(this.#releaseWrite, (load(this.#i32, 0) & DIED) !== 0))
         : Promise.reject(busyError(where))
     }
-    return this.#waitWrite(o, where)
+    if (o.timeout === 0 && this.#side.waiting) return Promise.reject(timeoutError(0, where))
+    // Behind this thread's older write requests, or its hold.
+    return this.#side.request(o, where, this.#writing, this.#compete)
   }
 
-  async #waitWrite (o, where) {
+  // The wait of the first of this thread's write requests (ShmOrder's
+  // compete): its options' timeout is what is left, `shown` the request's
+  // own (for its error).
+  async #waitWrite (o, where, shown) {
     const deadline = gate.deadlineOf(o.timeout)
     await this.#until(() => {
       const claimed = this.#claim()
@@ -381,8 +401,8 @@ class ShmRWLock extends SharedSlot {
       // The writer is this thread (another request of it): wait for it.
       if (claimed === null) this.#seen = load(this.#i32, 0)
       return undefined
-    }, o, where, deadline)
-    this.#draining++
+    }, { ...o, timeout: shown }, where, deadline)
+    this.#side.draining++
     try {
       for (;;) {
         const pokes = native.shmPokes(this.#i32)
@@ -392,17 +412,17 @@ class ShmRWLock extends SharedSlot {
         if (n > 0) n = native.shmReadHolds(this.#i32, 0, 0)
         if (n === 0) break
         const left = gate.remaining(deadline)
-        if (left === 0) throw timeoutError(o.timeout, where)
+        if (left === 0) throw timeoutError(shown, where)
         let r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
         if (typeof r !== 'number') r = await r
-        if (r === 'timed-out') throw timeoutError(o.timeout, where)
+        if (r === 'timed-out') throw timeoutError(shown, where)
       }
     } catch (err) {
-      this.#draining--
+      this.#side.draining--
       this.#withdraw()
       throw err
     }
-    this.#draining--
+    this.#side.draining--
     return gate.makeRelease(this.#releaseWrite, this.#granted())
   }
 

@@ -269,10 +269,13 @@ tl_napi_word_key(napi_env env, napi_callback_info info)
 {
   napi_value argv[2], r;
   void *addr;
-  int width;
+  int width, shm;
 
+  /* Memory shared by processes too (`shm` is not needed): one process maps
+   * a file once, so an address names one word there as well
+   * (lib/ShmOrder.js). */
   TL_GET_ARGS(env, info, 2, argv);
-  if (tl__element(env, argv[0], argv[1], &addr, &width) != 0)
+  if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_create_double(env, (double)(uintptr_t)addr, &r));
   return r;

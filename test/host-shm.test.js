@@ -1039,24 +1039,118 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await exited(h.child)
     })
 
-    it('an abort that comes after a release woke a promise request but before the request ran (the lock taken again meanwhile) rejects it', async () => {
+    it('an abort that comes after a release woke a promise request but before the request ran (the lock taken again meanwhile, the event loop busy) rejects it', async () => {
       const b = openSharedMemory('ab', { path: dir, size: 64 })
       const lock = new threadlock.AsyncLock(b, 0)
-      lock.lock()
+      // A worker holds the lock; on 'go' it releases it (which wakes this
+      // thread's request) and takes it again at once, then says so in the
+      // flag word, while this thread's event loop is kept busy.
+      const flag = new Int32Array(new SharedArrayBuffer(4))
+      const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
+        const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(workerData.b, 0)
+        lock.lock()
+        parentPort.postMessage('held')
+        parentPort.on('message', (m) => {
+          if (m === 'go') { lock.unlock(); lock.lock(); Atomics.store(workerData.flag, 0, 1); Atomics.notify(workerData.flag, 0) }
+          else { lock.unlock(); parentPort.close() }
+        })`, { eval: true, workerData: { b, flag } })
+      const ended = new Promise((resolve) => w.once('exit', resolve))
+      await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
       const ac = new AbortController()
       let settled = null
       lock.acquire({ signal: ac.signal }).then((r) => { settled = 'granted'; r() }, (e) => { settled = e.name })
       await until(() => lock.waiting === 1, 'the request to wait')
       // Woken (its node notified), not yet run: the lock is taken again and
-      // the request aborted in the same turn.
-      lock.unlock()
-      lock.lock()
+      // the request aborted before this thread's loop runs again.
+      w.postMessage('go')
+      assert.strictEqual(Atomics.wait(flag, 0, 0, 10000), 'ok', 'the worker took the lock again')
       ac.abort()
       await until(() => settled !== null, 'the aborted request to settle')
       assert.strictEqual(settled, 'AbortError')
       assert.strictEqual(lock.waiting, 0)
-      lock.unlock()
+      w.postMessage('end')
+      await ended
       assert.strictEqual(lock.locked, false)
+    })
+
+    it("a thread's promise requests are granted in the order it made them, across its objects on the word, while another process holds and competes", async () => {
+      const h = await holder('ord')
+      const b = openSharedMemory('ord', { path: dir, size: 64 })
+      const a1 = new threadlock.AsyncLock(b, 0)
+      const a2 = threadlock.AsyncLock.from(a1.handle)
+      const got = []
+      // Each holds the lock over a few turns of the event loop, so that a
+      // later request that competed would take a free word meanwhile.
+      const take = (lock, name) => lock.acquire().then(async (release) => {
+        got.push(name)
+        for (let k = 0; k < 3; k++) await new Promise((resolve) => setImmediate(resolve))
+        release()
+      })
+      const all = Promise.all([take(a2, 'b1'), take(a1, 'a1'), take(a2, 'b2'), take(a1, 'a2')])
+      // One competes (sleeping in the file's list), three wait in this
+      // thread's queue: waiting counts them all.
+      await until(() => a1.waiting === 4, 'the four requests to wait')
+      assert.strictEqual(binding.waiterCount(new Int32Array(b), 0), 1)
+      // While they wait, this thread's blocking and trying forms give way.
+      assert.strictEqual(a1.tryLock(), false)
+      assert.throws(() => a2.lock({ timeout: 10 }), { code: 'EDEADLK' })
+      await assert.rejects(a1.acquire({ blocking: false }), { code: 'EBUSY' })
+      letGo(h)
+      await all
+      assert.deepStrictEqual(got, ['b1', 'a1', 'b2', 'a2'])
+      assert.strictEqual(a1.waiting, 0)
+      assert.strictEqual(a1.locked, false)
+      // A release by another object of the thread passes the lock on to the
+      // thread's next request too: a.lock(); p = a.acquire(); b.unlock().
+      a1.lock()
+      let granted = false
+      const p = a1.acquire().then((release) => { granted = true; release() })
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      assert.strictEqual(granted, false, 'the request waits for the hold of its thread')
+      a2.unlock()
+      await p
+      assert.strictEqual(a1.locked, false)
+      h.child.stdin.end()
+      await exited(h.child)
+    })
+
+    it("a thread's request that waits behind its older ones times out (never early) and aborts there, and the others keep their order; ref: false lets the process exit", async () => {
+      const h = await holder('ordt')
+      const b = openSharedMemory('ordt', { path: dir, size: 64 })
+      const lock = new threadlock.AsyncLock(b, 0)
+      const got = []
+      const ac = new AbortController()
+      const first = lock.acquire().then((release) => { got.push('first'); release() })
+      const t0 = performance.now()
+      const timed = lock.acquire({ timeout: 150 }).then(() => 'granted', (e) => [e.code, performance.now() - t0])
+      const aborted = lock.acquire({ signal: ac.signal }).then(() => 'granted', (e) => e.name)
+      const last = lock.runExclusive(() => { got.push('last') })
+      ac.abort()
+      assert.strictEqual(await aborted, 'AbortError')
+      const [code, after] = await timed
+      assert.strictEqual(code, 'ETIMEDOUT')
+      assert.ok(after >= 150, `timed out after ${after} ms`)
+      // The first competes in the file's list; the last waits behind it.
+      assert.strictEqual(lock.waiting, 2)
+      assert.strictEqual(binding.waiterCount(new Int32Array(b), 0), 1)
+      letGo(h)
+      await Promise.all([first, last])
+      assert.deepStrictEqual(got, ['first', 'last'])
+      h.child.stdin.end()
+      await exited(h.child)
+      // A process whose only requests wait behind its first one with
+      // ref: false exits while the lock is held elsewhere.
+      const h2 = await holder('ordt')
+      const r = spawnSync(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+        const lock = new threadlock.AsyncLock(host.openSharedMemory('ordt', { path: ${JSON.stringify(dir)}, size: 64 }), 0)
+        lock.acquire({ ref: false }).then(() => console.log('got'))
+        lock.acquire({ ref: false }).then(() => console.log('got'))
+        console.log('waiting')`], { encoding: 'utf8', timeout: 20000 })
+      assert.strictEqual(r.status, 0)
+      assert.strictEqual(r.stdout, 'waiting\n')
+      h2.child.stdin.end()
+      await exited(h2.child)
     })
 
     it('a promise request with ref: false lets its process exit while it waits (and leaves no waiter); with ref: true the process waits for the grant', async () => {
@@ -1652,6 +1746,36 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       process.stdin.on('data', () => { for (let k = 0; k < ${n}; k++) ${mode === 'write' ? 'rw.releaseWrite()' : 'rw.releaseRead()'}; say('released') })
       say(String(binding.shmOwnerId(new Int32Array(b))))`, dir)
     const letGo = (h) => { h.child.stdin.write('u\n') }
+
+    it("a thread's write requests are granted in the order it made them, across its objects on the word", async () => {
+      const h = await holder('rword', 'write')
+      const b = openSharedMemory('rword', { path: dir, size: 64 })
+      const r1 = new threadlock.RWLock(b, 0)
+      const r2 = threadlock.RWLock.from(r1.handle)
+      const got = []
+      const take = (rw, name) => rw.acquireWrite().then(async (release) => {
+        got.push(name)
+        for (let k = 0; k < 3; k++) await new Promise((resolve) => setImmediate(resolve))
+        release()
+      })
+      const all = Promise.all([take(r2, 'b1'), take(r1, 'a1'), take(r2, 'b2'), take(r1, 'a2')])
+      await until(() => r1.waiting === 4, 'the four write requests to wait')
+      assert.strictEqual(r1.tryAcquireWrite(), false)
+      assert.throws(() => r2.acquireWriteSync({ timeout: 10 }), { code: 'EDEADLK' })
+      letGo(h)
+      await all
+      assert.deepStrictEqual(got, ['b1', 'a1', 'b2', 'a2'])
+      assert.strictEqual(r1.writer, null)
+      // A release by another object passes the write lock to the next
+      // request of the thread.
+      r1.acquireWriteSync()
+      const p = r1.acquireWrite().then((release) => release())
+      r2.releaseWrite()
+      await p
+      assert.strictEqual(r1.writer, null)
+      h.child.stdin.end()
+      await exited(h.child)
+    })
 
     it('excludes exactly: 4 processes (and a worker) x every API; readers share, a writer is alone', async function () {
       const N = 600
