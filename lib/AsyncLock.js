@@ -134,15 +134,10 @@ class AsyncLock extends SharedSlot {
       const where = handle === undefined ? 'AsyncLock' : 'AsyncLock.from'
       fifo = readFlag((handle === undefined ? o : handle).fifo, false, where, 'fifo')
       shared = inShm
-      if (shared && fifo) {
-        const err = new TypeError(`${where}: { fifo: true } does not work across processes on memory from openSharedMemory (threadlock/host) yet`)
-        err.code = 'ENOTSUP'
-        throw err
-      }
     })
     // Memory shared by processes: the cross-process lock (lib/ShmLock.js),
     // chosen once here, so that the in-process lock keeps its own code.
-    if (shared) return new ShmLock(this.buffer, this.byteOffset)
+    if (shared) return new ShmLock(this.buffer, this.byteOffset, fifo)
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#word = new LockWord(this.#i32, fifo)
     this.#side = sideOf(this.#i32)

@@ -12,38 +12,56 @@
 // The word: bits 0..28 the holder's owner id in the file (unique across
 // the host's processes, never 0; 0: free), bit 29 WAITERS (somebody may
 // sleep on the word), bit 30 DIED (the holder took the lock over from an
-// owner that died).
+// owner that died), bit 31 HANDED (the id is a waiter's that a release
+// handed the lock to, and that has not taken it up yet). The bits are the
+// core's (src/host/shm.h, native.shmConstants).
 //
 // Taking it (#try): a word whose owner field is 0 is taken with one
 // compare-exchange (barging: a running thread may take it before a woken
-// waiter); a word whose holder is dead (its process killed, its worker
-// ended; shmOwnerAlive) is taken over with one compare-exchange, with
-// DIED. Two takers race on the same value: one wins. A waiter sets WAITERS
-// and sleeps in the file's list while the word still holds the value it
-// saw (the list's value check); once it has slept it takes the word with
-// WAITERS set, because others may still sleep.
+// waiter), except in the FIFO mode while WAITERS is set; a word handed to
+// this thread is taken up by clearing HANDED; a word whose holder is dead
+// (its process killed, its worker ended; shmOwnerAlive) is taken over with
+// one compare-exchange, with DIED unless the dead one was only handed it
+// (it never ran). Two takers race on the same value: one wins. A waiter
+// sets WAITERS and sleeps in the file's list while the word still holds the
+// value it saw (the list's value check), with its request's ticket (drawn
+// at its first sleep, kept across its sleeps: its place and its age); once
+// it has slept it takes the word with WAITERS set, because others may
+// still sleep.
 //
-// Releasing (unlock): the holder's compare-exchange to 0; if WAITERS was
-// set, notify(1) wakes the oldest sleeper of every process, which competes.
+// Releasing (unlock): without WAITERS, the holder's compare-exchange to 0.
+// With WAITERS, the core's release (src/host/shm_wait.c,
+// tl_shm_lock_release, steps H1-H3): it hands the lock to the oldest waiter
+// that may take it up (FIFO mode: any; otherwise a blocking waiter whose
+// request has waited 1 ms, the in-process policy's bound; promise waiters
+// there compete, since their event loop may not run for long) by writing
+// HANDED | WAITERS | its id, then notifying its node; or frees the word and
+// wakes the oldest waiter to compete.
 //
 // Invariants:
-// - I1 (exclusion). Only a compare-exchange that finds the owner field 0
-//   or a dead owner writes an id into it, and only the holder clears it;
-//   an owner id is never given twice (shm_owners.c), so a dead id never
-//   comes back to life.
+// - I1 (exclusion). Only a compare-exchange that finds the owner field 0,
+//   a dead owner, or this thread's id with HANDED writes this thread's id
+//   without HANDED into the word; only the holder clears it or hands it
+//   on, and a handed word is taken back only by a compare-exchange from
+//   the exact handed value (H2: the release, or the waiter that leaves,
+//   whichever comes first; the other's compare-exchange then fails); an
+//   owner id is never given twice (shm_owners.c), so a dead id never comes
+//   back to life.
 // - I2 (no lost wake-up). A sleeper's node is published while the word
 //   holds `v | WAITERS` with `v`'s holder alive; a release after that sees
-//   WAITERS and notifies (the list's value check covers a release between
-//   the sleeper's look and its node: it returns 'not-equal').
-// - I3 (a woken waiter passes the wake on). A waiter that leaves without
-//   the lock (timeout, abort, its worker's end) wakes another if the word
-//   is free with WAITERS set; a promise waiter's env does so at its end
-//   (binding_shm.c: a poke).
+//   WAITERS and hands the lock to a node or notifies one (the list's value
+//   check covers a release between the sleeper's look and its node: it
+//   returns 'not-equal').
+// - I3 (a woken waiter passes the wake on). A waiter that leaves without the
+//   lock (timeout, abort, its worker's end) wakes another if the word is
+//   free with WAITERS set, and a hand-off to it that it finds is taken up
+//   and released again (#passOn), so that the next waiter gets it; a
+//   promise waiter's env does so at its end (binding_shm.c: a poke).
 // - I4 (owner death wakes the sleepers). Before it sleeps, a waiter has
-//   this process watch the holder's process and those of the word's other
-//   waiters (a thread blocked on each one's liveness byte, shm_owners.c,
-//   which sees the death also when the slot is claimed again before it
-//   blocks),
+//   this process watch the holder's process (for a handed word: the
+//   grantee's) and those of the word's other waiters (a thread blocked on
+//   each one's liveness byte, shm_owners.c, which sees the death also when
+//   the slot is claimed again before it blocks),
 //   then looks at the holder's liveness once more (a death before the
 //   watch is seen there, one after it is the watcher's), having read the
 //   file's poke counter before its first look (a poke whose scan missed
@@ -53,14 +71,47 @@
 //   again: a dead holder is taken over (DIED), a free word taken. So a
 //   holder killed with waiters hands the lock to one of them with
 //   ownerDied, and one killed without waiters to the next acquirer.
-//   A waiter that a release woke is watched by the releasing process
-//   (src/host/shm_wait.c, tl__notify): if it dies before it took the word,
-//   the others wake, also one that published after it without seeing it.
-//   A notify that dies between its state change and its wake leaves the
-//   node NOTIFIED; the poke of its death gives the wake again.
+//   A waiter that a release woke or handed the lock to is watched by the
+//   releasing process (src/host/shm_wait.c, tl__tell): if it dies before
+//   it took the word, the others wake, also one that published after it
+//   without seeing it. A notify that dies between its state change and its
+//   wake leaves the node NOTIFIED; the poke of its death gives the wake
+//   again.
 // - I5 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
-//   their event loop; wakes come from notify, death and thread end only
+//   their event loop; wakes come from releases, death and thread end only
 //   (a blocking wait's 10 ms slices for the termination probe aside).
+// - I6 (the bound). A blocking waiter whose request has waited 1 ms is
+//   handed the lock by the next release that finds its node WAITING (it
+//   is the oldest such, or one older than it is); its ticket keeps its age
+//   and place when a wake to compete was lost and it sleeps again. In the
+//   FIFO mode every release with waiters hands the lock to the oldest, and
+//   a request that has not slept does not take a free word while WAITERS
+//   is set: it takes it and releases it at once (the release hands it to
+//   the oldest, or frees it when nobody sleeps), so that no state "free,
+//   WAITERS set, nobody woken" keeps newcomers out; a waiter that leaves
+//   the FIFO mode's free word with WAITERS hands it on the same way.
+// - L7 (no lost hand-off). A hand-off (HANDED | its id) whose grantee has
+//   no node on the word, waiting or notified (shmHasNode), is free for
+//   anyone (a running thread in the FIFO mode takes it and releases it at
+//   once). It arises when the grantee left (its timeout withdrew its node)
+//   after the release's scan and looked at the word before the release
+//   wrote it, and the release then died (or stopped) before it took it
+//   back (H2). A grantee on its way still has its node (L8), so it is not
+//   taken from it; after a death, a hand-off whose value came back since a
+//   taker looked may be taken from its grantee once (the bound slips once:
+//   test/c/shm_handoff.c checks the bound in executions without deaths).
+// - L8 (taken up on the way). A hand-off waiter whose node a release
+//   notified takes the word up (HANDED cleared, by compare-exchange from
+//   the handed value) in the native call that finds the node notified,
+//   before the node is freed (src/host/shm_wait.c, tl__left): its wake,
+//   its poll, or a withdrawal (timeout, abort) that came after the notify
+//   (then the request is granted: the abort is late). A thread that ends
+//   does not take it up (its id dies, and the next waiter takes the word
+//   over without DIED).
+//
+// The model of these steps, with timeouts and a death at every step, is
+// test/c/shm_handoff.c (a systematic checker: exclusion, no waiter asleep
+// for ever, the bound and the FIFO order, and five known bugs caught).
 //
 // A thread's promise requests keep their order (lib/ShmOrder.js): only the
 // oldest of them competes, the others wait in the thread's queue for the
@@ -68,9 +119,8 @@
 // while the thread has requests queued would never return (they come
 // first): EDEADLK, as in-process; tryLock() is false meanwhile.
 //
-// Not built: the FIFO mode (`fifo: true` is refused), and the holder's
-// slice and hand-off (a waiter competes with bargers; no bound on its
-// wait).
+// Not built: the holder's slice (a promise waiter competes with bargers
+// at each release; its wait is not bounded outside the FIFO mode).
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -81,9 +131,9 @@ const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
 
 const { RESULT_INTERRUPTED } = native.constants
-const ID = 0x1fffffff
-const WAITERS = 1 << 29
-const DIED = 1 << 30
+const { LOCK_ID: ID, LOCK_WAITERS: WAITERS, LOCK_DIED: DIED, LOCK_HANDED: HANDED, ACCEPTED } = native.shmConstants || {}
+// shmLockRelease: the word was not the value given (read it again).
+const STALE = 2
 
 const { compareExchange, load } = Atomics
 
@@ -115,6 +165,7 @@ const RESUME = Symbol('resume')
 class ShmLock extends SharedSlot {
   #i32
   #me
+  #fifo
   // This thread's side of the word (lib/ShmOrder.js): its queue of promise
   // requests and its hold, shared by its objects on the word.
   #side
@@ -123,11 +174,12 @@ class ShmLock extends SharedSlot {
   #release = Object.assign((hold) => {
     if (hold === this.#side.hold) this.unlock()
   }, { hold: () => this.#side.hold })
-  #held = () => (load(this.#i32, 0) & ID) === this.#me
+  #held = () => (load(this.#i32, 0) & (ID | HANDED)) === this.#me
   #compete = (o, where, timeout) => this.#wait(o, where, timeout)
 
-  constructor (buffer, byteOffset) {
+  constructor (buffer, byteOffset, fifo = false) {
     super({ type: 'AsyncLock', words: 1, shm: true }, [buffer, byteOffset])
+    this.#fifo = fifo
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#me = native.shmOwnerId(this.#i32)
     this.#side = sideOf(this.#i32, 'lock')
@@ -138,8 +190,8 @@ class ShmLock extends SharedSlot {
   [HOLD] () { return this.#side.hold }
   [RESUME] (hold) { if (hold !== 0) this.#side.hold = hold }
 
-  get handle () { return { type: 'AsyncLock', buffer: this.buffer, byteOffset: this.byteOffset, fifo: false } }
-  get fifo () { return false }
+  get handle () { return { type: 'AsyncLock', buffer: this.buffer, byteOffset: this.byteOffset, fifo: this.#fifo } }
+  get fifo () { return this.#fifo }
   get locked () { return (load(this.#i32, 0) & ID) !== 0 }
 
   /** The holder's owner id in the file (unique across processes), or null. */
@@ -157,7 +209,8 @@ class ShmLock extends SharedSlot {
   get ownerDied () {
     const v = load(this.#i32, 0)
     const id = v & ID
-    return id !== 0 && ((v & DIED) !== 0 || !native.shmOwnerAlive(this.#i32, id))
+    // A grantee that died before it took a hand-off up never ran.
+    return id !== 0 && ((v & DIED) !== 0 || ((v & HANDED) === 0 && !native.shmOwnerAlive(this.#i32, id)))
   }
 
   // One attempt: whether the previous owner died (taken), or undefined
@@ -167,9 +220,28 @@ class ShmLock extends SharedSlot {
       const v = load(this.#i32, 0)
       const id = v & ID
       let next
-      if (id === 0) next = this.#me | (v & WAITERS) | (slept ? WAITERS : 0)
-      else if (id !== this.#me && !native.shmOwnerAlive(this.#i32, id)) next = this.#me | (v & WAITERS) | DIED
-      else {
+      if (id === 0) {
+        if (this.#fifo && !slept && (v & WAITERS) !== 0) {
+          // I6: not before the sleepers; taken and released at once.
+          if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+          continue
+        }
+        next = this.#me | (v & WAITERS) | (slept ? WAITERS : 0)
+      } else if (id === this.#me && (v & HANDED) !== 0) {
+        next = v & ~HANDED // handed to this request: taken up
+      } else if (id !== this.#me && !native.shmOwnerAlive(this.#i32, id)) {
+        next = this.#me | (v & WAITERS) | ((v & HANDED) !== 0 ? 0 : DIED)
+      } else if (id !== this.#me && (v & HANDED) !== 0 && !native.shmHasNode(this.#i32, 0, id)) {
+        // L7: a hand-off whose grantee has no node on the word (it left,
+        // and the release that wrote it died before it took it back) is
+        // free: taken (in the FIFO mode by a request that has not slept:
+        // taken and released at once, as a free word with WAITERS).
+        if (this.#fifo && !slept) {
+          if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+          continue
+        }
+        next = this.#me | (v & WAITERS)
+      } else {
         this.#seen = v
         return undefined
       }
@@ -199,10 +271,25 @@ class ShmLock extends SharedSlot {
   }
 
   // I3: a waiter that leaves without the lock wakes another if the word
-  // is free with waiters.
+  // is free with waiters; a hand-off it finds is taken up and released
+  // (to the next waiter, or freed with one woken).
   #passOn () {
-    const v = load(this.#i32, 0)
-    if ((v & ID) === 0 && (v & WAITERS) !== 0) native.notify(this.#i32, 0, 1)
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & (ID | HANDED)) === (this.#me | HANDED)) {
+        const mine = v & ~HANDED
+        if (compareExchange(this.#i32, 0, v, mine) !== v) continue
+        native.shmLockRelease(this.#i32, 0, mine, this.#fifo)
+        return
+      }
+      if ((v & ID) === 0 && (v & WAITERS) !== 0) {
+        // In the FIFO mode the next waiter is handed it (I6).
+        if (!this.#fifo) native.notify(this.#i32, 0, 1)
+        else if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+        else continue
+      }
+      return
+    }
   }
 
   #fast () {
@@ -219,6 +306,7 @@ class ShmLock extends SharedSlot {
     }
     const deadline = gate.deadlineOf(timeout)
     let slept = false
+    let ticket = 0
     for (;;) {
       // The poke counter before the holder's liveness is looked at: a death
       // after that look wakes the wait below (src/host/shm_wait.c).
@@ -234,8 +322,13 @@ class ShmLock extends SharedSlot {
       }
       const w = this.#prepare()
       if (w === undefined) continue
-      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
+      if (ticket === 0) ticket = native.shmTicket(this.#i32)
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes, ticket)
       slept = true
+      if (r === ACCEPTED) { // handed the lock, and taken up (L8)
+        this.#side.hold = ++holds
+        return
+      }
       if (r === RESULT_INTERRUPTED) {
         this.#passOn()
         stopTerminated('AsyncLock.lock')
@@ -256,16 +349,18 @@ class ShmLock extends SharedSlot {
     }
     for (;;) {
       const v = load(this.#i32, 0)
-      if ((v & ID) !== this.#me) {
+      if ((v & (ID | HANDED)) !== this.#me) {
         throw notOwnerError('AsyncLock.unlock', (v & ID) === 0
           ? 'the lock is not held'
           : 'the lock is held by another thread (of this or another process)')
       }
-      if (compareExchange(this.#i32, 0, v, 0) === v) {
-        if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, 1)
-        this.#side.released()
-        return
+      if ((v & WAITERS) === 0) {
+        if (compareExchange(this.#i32, 0, v, 0) !== v) continue
+      } else if (native.shmLockRelease(this.#i32, 0, v, this.#fifo) === STALE) {
+        continue
       }
+      this.#side.released()
+      return
     }
   }
 
@@ -294,6 +389,7 @@ class ShmLock extends SharedSlot {
   async #wait (o, where, shown) {
     const deadline = gate.deadlineOf(o.timeout)
     let slept = false
+    let ticket = 0
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
       const died = this.#try(slept)
@@ -307,13 +403,18 @@ class ShmLock extends SharedSlot {
       if (w === undefined) continue
       let r
       try {
-        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
+        if (ticket === 0) ticket = native.shmTicket(this.#i32)
+        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes, ticket })
         if (typeof r !== 'number') r = await r
       } catch (err) {
         this.#passOn()
         throw err
       }
       slept = true
+      if (r === 'accepted' || r === ACCEPTED) { // handed, and taken up (L8)
+        this.#side.hold = ++holds
+        return gate.makeRelease(this.#release, false)
+      }
       if (r === 'timed-out') {
         this.#passOn()
         throw timeoutError(shown, where)

@@ -230,7 +230,7 @@ class ShmRWLock extends SharedSlot {
       if (left === 0) throw timeoutError(timeout, where)
       const w = this.#prepare()
       if (w === undefined) continue
-      if (native.shmWaitLock(this.#i32, 0, w, left, pokes) === RESULT_INTERRUPTED) stopTerminated(where)
+      if (native.shmWaitLock(this.#i32, 0, w, left, pokes, 0) === RESULT_INTERRUPTED) stopTerminated(where)
     }
   }
 
@@ -349,7 +349,7 @@ class ShmRWLock extends SharedSlot {
         this.#withdraw()
         throw timeoutError(timeout, where)
       }
-      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes)
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes, 0)
       if (r === RESULT_INTERRUPTED) {
         this.#withdraw()
         stopTerminated(where)

@@ -122,6 +122,9 @@ module.exports = {
   shmWaitLock: answered(binding.shmWaitLock, 'shmWaitLock'),
   shmWatch: binding.shmWatch,
   shmPokes: answered(binding.shmPokes, 'shmPokes'),
+  shmTicket: answered(binding.shmTicket, 'shmTicket'),
+  shmLockRelease: answered(binding.shmLockRelease, 'shmLockRelease'),
+  shmHasNode: answered(binding.shmHasNode, 'shmHasNode'),
   // Read holds of RWLocks on shared memory (lib/ShmRWLock.js).
   shmReadEnter: answered(binding.shmReadEnter, 'shmReadEnter'),
   shmReadLeave: answered(binding.shmReadLeave, 'shmReadLeave'),

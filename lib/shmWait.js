@@ -18,17 +18,20 @@
 //
 // A lock waiter (`pokes` given) is also woken when an owner dies: a poke
 // frees its node and rings the doorbell (src/host/shm_wait.c), and it
-// resolves 'poked', so that the lock looks at its word again.
+// resolves 'poked', so that the lock looks at its word again. An
+// AsyncLock's waiter (`ticket` given too) that a release handed the lock
+// took it up in the native call that found its node notified (the poll,
+// or a withdrawal that came too late) and resolves 'accepted'.
 
 const native = require('./native')
 const { atDeadline } = require('./timer')
 const { abortError } = require('./errors')
 
 const { RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT } = native.constants
-const { POKED, KIND_LOCK } = native.shmConstants || {}
+const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF } = native.shmConstants || {}
 
 
-const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out', [POKED]: 'poked' }
+const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out', [POKED]: 'poked', [ACCEPTED]: 'accepted' }
 
 // This thread's waiters by token.
 const pending = new Map()
@@ -53,9 +56,10 @@ function poll () {
  * @param {number} index
  * @param {number | bigint} value
  * @param {{ timeout: number, ref: boolean, signal?: AbortSignal,
- *   pokes?: number }} o `pokes` (lock waiters only): the file's poke
- *   counter read before the waiter looked at the holder (native.shmPokes);
- *   a poke since then, or while it waits, resolves 'poked'
+ *   pokes?: number, ticket?: number }} o `pokes` (lock waiters only): the
+ *   file's poke counter read before the waiter looked at the holder
+ *   (native.shmPokes); a poke since then, or while it waits, resolves
+ *   'poked'; `ticket` (lock waiters): the request's (native.shmTicket)
  */
 function waitAsync (ta, index, value, o) {
   // A signal aborted already: a lock's promise request may come back here
@@ -67,7 +71,10 @@ function waitAsync (ta, index, value, o) {
     ready = true
   }
   const lock = o.pokes !== undefined
-  const r = native.shmWaitAsync(ta, index, value, o.ref, lock ? KIND_LOCK : 0, lock ? o.pokes : 0)
+  // An AsyncLock's waiter (a ticket) may be handed the lock: it takes it
+  // up before its node is freed, and resolves 'accepted'.
+  const handoff = lock && o.ticket !== undefined && o.ticket !== 0
+  const r = native.shmWaitAsync(ta, index, value, o.ref, lock ? KIND_LOCK | (handoff ? KIND_HANDOFF : 0) : 0, lock ? o.pokes : 0, handoff ? o.ticket : 0)
   if (r < 16) return r
   const token = r
   return new Promise((resolve, reject) => {

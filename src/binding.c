@@ -58,10 +58,9 @@ tl__element_of(napi_env env, napi_value ta, napi_value index, void **addr,
   } else if (in_shm) {
     napi_throw_type_error(
         env, "ENOTSUP",
-        "this primitive does not work across processes on memory from "
-        "openSharedMemory (threadlock/host) yet; wait, notify, waitAsync "
-        "and every primitive but RWLock do, and Atomics loads, stores and "
-        "read-modify-write operations");
+        "the in-process core does not serve memory from openSharedMemory "
+        "(threadlock/host): the primitives and wait, notify and waitAsync "
+        "take their cross-process paths there");
     return -1;
   }
   return 0;

@@ -1458,7 +1458,10 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const i = new Int32Array(b)
       let killedHolding = 0
       const kids = await killAtRandom(await Promise.all([0, 1, 2, 3].map(() => child(body, dir))), (victim) => {
-        if ((Atomics.load(i, 0) & ID) === Number(victim.line)) killedHolding++
+        // Stopped: a release may have handed it the lock (HANDED, bit 31)
+        // while it waited; killed before it took it up, it never held.
+        const v = Atomics.load(i, 0)
+        if ((v & ID) === Number(victim.line) && v >= 0) killedHolding++
       }, () => child(body, dir))
       await survivorsFinish(i, 2, 4, 300, kids, dir, 'rk')
       assert.strictEqual(Atomics.load(i, 3), killedHolding, `ownerDied seen ${Atomics.load(i, 3)} times, ${killedHolding} killed holding`)
@@ -2197,38 +2200,186 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
-  describe('the primitives that do not work across processes yet refuse such memory (ENOTSUP)', () => {
-    const refused = (e) => e instanceof TypeError && e.code === 'ENOTSUP' && /openSharedMemory/.test(e.message)
+  describe('AsyncLock across processes: the 1 ms bound and the FIFO mode (hand-off)', () => {
+    const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
+    const HANDED = 1 << 31
+    const ID = 0x1fffffff
+    // A child that waits for the lock at byte 0 of `name` (blocking, or by
+    // promise with `promise`), opened with `options`, once it has said its
+    // owner id; when granted it records its order in i[1 + k] (k: its
+    // index, from the counter at i[8]) and the ms it waited in i[12 + k],
+    // holds it `hold` ms and releases it.
+    const waiter = (name, k, { options = '', promise = false, hold = 0 } = {}) => child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+      const b = host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0${options})
+      say(String(binding.shmOwnerId(i)))
+      const t0 = performance.now()
+      const got = () => {
+        Atomics.store(i, 12 + ${k}, Math.round(performance.now() - t0))
+        Atomics.store(i, 1 + ${k}, Atomics.add(i, 8, 1) + 1)
+        const end = performance.now() + ${hold}; while (performance.now() < end);
+      }
+      setTimeout(() => {
+        ${promise ? 'lock.acquire().then((release) => { got(); release() })' : 'lock.lock(); got(); lock.unlock()'}
+      }, 0)`, dir)
 
-    it('every constructor and from(), and waitAsync, on the buffer; in-process buffers work as before', () => {
-      const b = openSharedMemory('p', { path: dir, size: 64 })
-      const { AsyncLock } = threadlock
-      assert.throws(() => new AsyncLock(b, 0, { fifo: true }), refused)
-      assert.throws(() => AsyncLock.from({ type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true }), refused)
-      assert.ok(new Int32Array(b).every((x) => x === 0), 'nothing was written')
-      const lock = new AsyncLock()
+    it('a blocking waiter of another process that has waited 1 ms gets the lock at the next release, while this thread holds it 2 ms at a time and takes it again at once', async () => {
+      const b = openSharedMemory('bound', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0)
+      const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
       lock.lock()
-      lock.unlock()
-      assert.strictEqual(threadlock.wait(new Int32Array(new SharedArrayBuffer(8)), 0, 1, 0), 'not-equal')
+      const w = await waiter('bound', 0)
+      await until(() => lock.waiting === 1, 'the waiter to sleep')
+      // Holds of 2 ms, each taken again at once after its release, for up to
+      // 3 s: a waiter that only competed would be woken at each release and
+      // find the lock taken again every time.
+      const t0 = performance.now()
+      let rounds = 0
+      for (;;) {
+        spin(2)
+        lock.unlock()
+        if (Atomics.load(i, 1) !== 0 || performance.now() - t0 > 3000 || !lock.tryLock()) break
+        rounds++
+      }
+      await until(() => Atomics.load(i, 1) !== 0 || performance.now() - t0 > 3000, 'the waiter')
+      assert.strictEqual(Atomics.load(i, 1), 1, `the waiter was not granted in 3 s (${rounds} holds here meanwhile)`)
+      assert.strictEqual(rounds, 0, 'the first release handed the lock over')
+      w.child.stdin.end()
+      await exited(w.child)
+      assert.strictEqual(lock.locked, false)
     })
 
-    it('a buffer posted to a worker is recognised there too', async () => {
+    it('{ fifo: true }: blocking and promise waiters of 3 processes are granted in the order they came, and nobody barges past them', async () => {
+      const b = openSharedMemory('fifo', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0, { fifo: true })
+      assert.strictEqual(lock.fifo, true)
+      assert.deepStrictEqual(lock.handle, { type: 'AsyncLock', buffer: b, byteOffset: 0, fifo: true })
+      assert.strictEqual(threadlock.AsyncLock.from(lock.handle).fifo, true)
+      lock.lock()
+      const kids = []
+      for (let k = 0; k < 3; k++) {
+        kids.push(await waiter('fifo', k, { options: ', { fifo: true }', promise: k === 1, hold: 5 }))
+        await until(() => lock.waiting === k + 1, `waiter ${k} to sleep`)
+      }
+      lock.unlock()
+      // While they are served, this thread may not pass them.
+      let barged = 0
+      while (Atomics.load(i, 8) < 3) {
+        if (lock.tryLock()) {
+          barged += Atomics.load(i, 8) < 3 ? 1 : 0
+          lock.unlock()
+        }
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      assert.deepStrictEqual([Atomics.load(i, 1), Atomics.load(i, 2), Atomics.load(i, 3)], [1, 2, 3])
+      assert.strictEqual(barged, 0, 'tryLock() got the lock while waiters were queued')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+      assert.strictEqual(lock.locked, false)
+      assert.strictEqual(lock.waiting, 0)
+    })
+
+    it('a waiter handed the lock and killed before it took it up: the next waiter takes it over without ownerDied (it never ran)', async () => {
+      const b = openSharedMemory('hk', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0, { fifo: true })
+      lock.lock()
+      const victim = await waiter('hk', 0, { options: ', { fifo: true }' })
+      await until(() => lock.waiting === 1, 'the first waiter to sleep')
+      const next = await waiter('hk', 1, { options: ', { fifo: true }' })
+      await until(() => lock.waiting === 2, 'the second waiter to sleep')
+      victim.child.kill('SIGSTOP')
+      lock.unlock()
+      // Handed to the stopped one: its id with HANDED, not taken up.
+      const v = Atomics.load(i, 0)
+      assert.ok((v & HANDED) !== 0 && (v & ID) === Number(victim.line), `the word is ${v >>> 0}`)
+      assert.strictEqual(Atomics.load(i, 2), 0)
+      victim.child.kill('SIGKILL')
+      await exited(victim.child)
+      await until(() => Atomics.load(i, 2) !== 0, 'the second waiter to take it over')
+      assert.strictEqual(Atomics.load(i, 1), 0, 'the killed one never ran')
+      // It was told nothing: the next holder's ownerDied is false.
+      await until(() => !lock.locked, 'the lock to be free')
+      lock.lock()
+      assert.strictEqual(lock.ownerDied, false)
+      lock.unlock()
+      next.child.stdin.end()
+      await exited(next.child)
+    })
+
+    // This thread's promise request in the FIFO mode, behind a child that
+    // holds the lock 300 ms and a second child that queues after it; the
+    // child's environment gets `env`. Returns what the test needs.
+    async function handedHere (name, env) {
+      const b = openSharedMemory(name, { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0, { fifo: true })
+      const saved = { ...process.env }
+      Object.assign(process.env, env)
+      let holder
+      try {
+        holder = await waiter(name, 3, { options: ', { fifo: true }', hold: 300 })
+      } finally {
+        for (const k of Object.keys(env)) { if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k] }
+      }
+      await until(() => Atomics.load(i, 4) !== 0, 'the child to hold')
+      const ac = new AbortController()
+      const state = { settled: null }
+      lock.acquire({ signal: ac.signal }).then((r) => { state.settled = 'granted'; r() }, (e) => { state.settled = e.name })
+      await until(() => lock.waiting === 1, 'this request to sleep')
+      const second = await waiter(name, 0, { options: ', { fifo: true }' })
+      await until(() => lock.waiting === 2, 'the second waiter to sleep')
+      // Busy until the holder's release has handed the lock to this
+      // thread's request (its id with HANDED in the word).
+      const me = binding.shmOwnerId(i)
+      const t0 = performance.now()
+      while ((Atomics.load(i, 0) & (ID | HANDED)) !== (me | HANDED) && performance.now() - t0 < 5000);
+      assert.ok(Atomics.load(i, 0) & HANDED, 'handed to this thread')
+      return { i, lock, ac, state, kids: [holder, second] }
+    }
+
+    it('{ fifo: true }: a promise request handed the lock while its event loop is busy is granted, also when aborted before its loop runs (a late abort, as in-process)', async () => {
+      const { i, lock, ac, state, kids } = await handedHere('ha', {})
+      ac.abort()
+      await until(() => state.settled !== null, 'the request to settle')
+      assert.strictEqual(state.settled, 'granted')
+      await until(() => Atomics.load(i, 1) !== 0, 'the second waiter to be granted after it')
+      await until(() => !lock.locked, 'the lock to be free')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+      assert.strictEqual(lock.waiting, 0)
+    })
+
+    it('{ fifo: true }: a request that leaves (abort) after a release wrote the hand-off but before it notified takes it up and passes it to the next waiter (THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS)', async () => {
+      const { i, lock, ac, state, kids } = await handedHere('hd', { THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS: '400' })
+      // The node still waits (the release pauses before its notify): the
+      // abort withdraws it, and the request finds the hand-off.
+      ac.abort()
+      await until(() => state.settled !== null, 'the request to settle')
+      assert.strictEqual(state.settled, 'AbortError')
+      await until(() => Atomics.load(i, 1) !== 0, 'the second waiter to be granted')
+      await until(() => !lock.locked, 'the lock to be free')
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => exited(k.child)))
+      assert.strictEqual(lock.waiting, 0)
+    })
+
+    it('a lock opened with { fifo: true } in a worker of another thread is the same FIFO lock', async () => {
       const b = openSharedMemory('q', { path: dir, size: 64 })
       const w = new Worker(`const { parentPort, workerData } = require('worker_threads')
         const threadlock = require(${INDEX})
         const out = []
-        for (const f of [() => new threadlock.AsyncLock(workerData, 0, { fifo: true }), () => threadlock.AsyncLock.from({ type: 'AsyncLock', buffer: workerData, byteOffset: 8, fifo: true }), () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
+        for (const f of [() => new threadlock.AsyncLock(workerData, 0, { fifo: true }).fifo, () => threadlock.AsyncLock.from({ type: 'AsyncLock', buffer: workerData, byteOffset: 8, fifo: true }).handle.fifo, () => threadlock.waitAsync(new Int32Array(workerData), 0, 0, 0).value]) {
           try { out.push(f()) } catch (e) { out.push(e.code) }
         }
         parentPort.postMessage(out)`, { eval: true, workerData: b })
-      // Both listeners go on before either event can fire: a worker that
-      // ends before this thread reads its message has the message and
-      // 'exit' emitted in one go, so an 'exit' listener added after the
-      // message would wait for ever.
       const exited = new Promise((resolve) => w.once('exit', resolve))
       const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
       await exited
-      assert.deepStrictEqual(out, ['ENOTSUP', 'ENOTSUP', 'timed-out'])
+      assert.deepStrictEqual(out, [true, true, 'timed-out'])
     })
   })
 })

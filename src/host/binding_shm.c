@@ -453,6 +453,10 @@ typedef struct tl_shm_async_s {
   uint32_t index, waiting;
   int ref;
   int kind;
+  /* A hand-off waiter's lock word (kind HANDOFF), taken up when its node
+   * is found notified (shm_wait.c, L8); NULL otherwise. Its mapping lives
+   * while the request does (lib/ShmLock.js holds the typed array). */
+  void *word;
   /* The env's thread only. */
   struct tl_shm_async_s *next;
 } tl_shm_async_t;
@@ -623,7 +627,9 @@ tl__shm_env_end(void *arg)
 
   while (e->pending != NULL) {
     tl_shm_async_t *a = e->pending;
-    int r = tl_shm_async_cancel(a->join, a->index, a->waiting);
+    /* A hand-off is not taken up by a thread that ends (NULL): its id
+     * dies, and the word is taken over without DIED (it never ran). */
+    int r = tl_shm_async_cancel(a->join, a->index, a->waiting, NULL);
     if (r == 0 && (a->kind & TL_SHM_KIND_LOCK))
       tl_shm_poke(a->join);
     tl__shm_async_forget(e, a, 1);
@@ -740,18 +746,31 @@ tl__shm_element(napi_env env, napi_value *argv, void **addr, int *width,
   return 0;
 }
 
-/* shmWaitAsync(typedArray, index, value, ref, kind, pokes) -> a result
- * code (OK, NOT_EQUAL, POKED), or a token (>= 16) of a waiter now in the
- * file. `pokes`: the file's poke counter as a lock waiter read it
- * (shmPokes), else anything. */
+/* The ticket argument of a lock waiter (shmTicket; 0: none). */
+static int
+tl__shm_ticket_arg(napi_env env, napi_value arg, uint64_t *ticket)
+{
+  double d;
+
+  TL_NAPI_CALL_RET(env, napi_get_value_double(env, arg, &d), -1);
+  *ticket = d > 0 && d < 18446744073709551616.0 ? (uint64_t)d : 0;
+  return 0;
+}
+
+/* shmWaitAsync(typedArray, index, value, ref, kind, pokes, ticket) -> a
+ * result code (OK, NOT_EQUAL, POKED), or a token (>= 16) of a waiter now
+ * in the file. `pokes`: the file's poke counter as a lock waiter read it
+ * (shmPokes), else anything; `ticket`: a lock request's (shmTicket), else
+ * 0. */
 static napi_value
 tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
 {
-  napi_value argv[6], v;
+  napi_value argv[7], v;
   void *addr;
   int width, kind;
   int64_t expected;
   uint32_t pokes;
+  uint64_t ticket;
   bool ref;
   tl_shm_join_t *j;
   tl_shm_env_t *e;
@@ -759,12 +778,14 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
   char *base;
   uint32_t id;
 
-  TL_GET_ARGS(env, info, 6, argv);
+  TL_GET_ARGS(env, info, 7, argv);
   if (tl__shm_element(env, argv, &addr, &width, &expected, &j, &base) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_bool(env, argv[3], &ref));
   TL_NAPI_CALL(env, napi_get_value_int32(env, argv[4], &kind));
   TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[5], &pokes));
+  if (tl__shm_ticket_arg(env, argv[6], &ticket) != 0)
+    return NULL;
   e = tl__shm_env_of(env);
   if (e == NULL) {
     napi_throw_error(env, NULL, "shmAsyncInit was not called");
@@ -793,7 +814,7 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
   }
   tl__shm_env_count(e, 1);
   int r = tl_shm_wait_async(j, base, addr, width, expected, id, kind, pokes,
-                            &a->index, &a->waiting);
+                            ticket, &a->index, &a->waiting);
   if (r != TL_SHM_PENDING) {
     tl__shm_env_count(e, -1);
     tl__shm_bell_unuse(j);
@@ -804,6 +825,7 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
   a->join = j;
   a->ref = ref;
   a->kind = kind;
+  a->word = (kind & TL_SHM_KIND_HANDOFF) ? addr : NULL;
   a->token = e->tokens++;
   if (e->tokens < 16)
     e->tokens = 16;
@@ -816,8 +838,8 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
 }
 
 /* shmAsyncTake() -> [token, result, ...] of this thread's waiters whose
- * node left WAITING (free now): result OK (notified), POKED, or -1 (the
- * file shrank). */
+ * node left WAITING (free now): result OK (notified), POKED, ACCEPTED
+ * (handed the lock and taken up), or -1 (the file shrank). */
 static napi_value
 tl_napi_shm_async_take(napi_env env, napi_callback_info info)
 {
@@ -831,7 +853,7 @@ tl_napi_shm_async_take(napi_env env, napi_callback_info info)
     return r;
   for (tl_shm_async_t *a = e->pending, *next; a != NULL; a = next) {
     next = a->next;
-    int d = tl_shm_async_done(a->join, a->index, a->waiting);
+    int d = tl_shm_async_done(a->join, a->index, a->waiting, a->word);
     if (d == 0)
       continue;
     TL_NAPI_CALL(env, napi_create_uint32(env, a->token, &v));
@@ -839,6 +861,7 @@ tl_napi_shm_async_take(napi_env env, napi_callback_info info)
     TL_NAPI_CALL(env, napi_create_int32(env,
                                         d == 1   ? 0
                                         : d == 2 ? TL_SHM_POKED
+                                        : d == 3 ? TL_SHM_ACCEPTED
                                                  : -1,
                                         &v));
     TL_NAPI_CALL(env, napi_set_element(env, r, n++, v));
@@ -848,8 +871,8 @@ tl_napi_shm_async_take(napi_env env, napi_callback_info info)
 }
 
 /* shmAsyncCancel(token) -> TIMED_OUT (withdrawn), OK (a notify counted it
- * first), POKED (a poke freed it first), or -1 (no such waiter: taken
- * already). */
+ * first), ACCEPTED (a hand-off counted it first, taken up), POKED (a poke
+ * freed it first), or -1 (no such waiter: taken already). */
 static napi_value
 tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
 {
@@ -863,7 +886,7 @@ tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
     for (tl_shm_async_t *a = e->pending; a != NULL; a = a->next) {
       if (a->token != token)
         continue;
-      int r = tl_shm_async_cancel(a->join, a->index, a->waiting);
+      int r = tl_shm_async_cancel(a->join, a->index, a->waiting, a->word);
       tl__shm_async_forget(e, a, 0);
       return tl__shm_result(env, r);
     }
@@ -873,28 +896,32 @@ tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
   return none;
 }
 
-/* shmWaitLock(int32Array, index, value, timeout, pokes) -> OK, NOT_EQUAL,
- * TIMED_OUT, INTERRUPTED or POKED: a blocking lock waiter (shm_wait.c). */
+/* shmWaitLock(int32Array, index, value, timeout, pokes, ticket) -> OK,
+ * NOT_EQUAL, TIMED_OUT, INTERRUPTED or POKED: a blocking lock waiter
+ * (shm_wait.c) of the request with that ticket (shmTicket). */
 static napi_value
 tl_napi_shm_wait_lock(napi_env env, napi_callback_info info)
 {
-  napi_value argv[5];
+  napi_value argv[6];
   void *addr;
   int width;
   int64_t expected;
   double timeout;
   uint32_t pokes;
+  uint64_t ticket;
   tl_shm_join_t *j;
   tl_host_stop_t stop;
   tl_probe_t probe;
   char *base;
   uint32_t id;
 
-  TL_GET_ARGS(env, info, 5, argv);
+  TL_GET_ARGS(env, info, 6, argv);
   if (tl__shm_element(env, argv, &addr, &width, &expected, &j, &base) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
   TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[4], &pokes));
+  if (tl__shm_ticket_arg(env, argv[5], &ticket) != 0)
+    return NULL;
   if (tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
   tl__probe_init(tl__env(env), &probe);
@@ -904,7 +931,71 @@ tl_napi_shm_wait_lock(napi_env env, napi_callback_info info)
   if (stop.slice_ms < 1)
     stop.slice_ms = 1;
   return tl__shm_result(env, tl_shm_wait_lock(j, base, addr, expected, timeout,
-                                              id, pokes, &stop));
+                                              id, pokes, ticket, &stop));
+}
+
+/* shmTicket(typedArray) -> a lock request's ticket (shm_wait.c), drawn at
+ * its first sleep and passed to each of its waits. */
+static napi_value
+tl_napi_shm_ticket(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], r;
+  tl_shm_join_t *j;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  j = tl__shm_join_of(env, argv[0]);
+  if (j == NULL)
+    return NULL;
+  TL_NAPI_CALL(env, napi_create_double(env, (double)tl_shm_ticket(j), &r));
+  return r;
+}
+
+/* shmHasNode(int32Array, index, owner) -> whether that owner has a node
+ * of the word waiting or notified (shm_wait.c). */
+static napi_value
+tl_napi_shm_has_node(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3], r;
+  void *addr;
+  int width;
+  int64_t owner;
+  tl_shm_join_t *j;
+  char *base;
+
+  TL_GET_ARGS(env, info, 3, argv);
+  if (tl__shm_element(env, argv, &addr, &width, &owner, &j, &base) != 0)
+    return NULL;
+  int h = tl_shm_has_node(j, base, addr, (uint32_t)owner);
+  if (h < 0)
+    return tl__shm_result(env, h);
+  TL_NAPI_CALL(env, napi_get_boolean(env, h == 1, &r));
+  return r;
+}
+
+/* shmLockRelease(int32Array, index, held, fifo) -> 1 (handed to a
+ * waiter), 0 (freed, one waiter woken), 2 (the word is not `held`: read
+ * it again): the release of a lock word with waiters (shm_wait.c). */
+static napi_value
+tl_napi_shm_lock_release(napi_env env, napi_callback_info info)
+{
+  napi_value argv[4];
+  void *addr;
+  int width;
+  int64_t held;
+  bool fifo;
+  tl_shm_join_t *j;
+  char *base;
+
+  TL_GET_ARGS(env, info, 4, argv);
+  if (tl__shm_element(env, argv, &addr, &width, &held, &j, &base) != 0)
+    return NULL;
+  if (width != 4) {
+    napi_throw_type_error(env, NULL, "a lock word must be an Int32Array");
+    return NULL;
+  }
+  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[3], &fifo));
+  return tl__shm_result(
+      env, tl_shm_lock_release(j, base, addr, (uint32_t)held, fifo ? 1 : 0));
 }
 
 /* shmPokes(typedArray) -> the file's poke counter (shm_wait.c). */
@@ -1069,6 +1160,9 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmWaitLock", tl_napi_shm_wait_lock },
     { "shmWatch", tl_napi_shm_watch },
     { "shmPokes", tl_napi_shm_pokes },
+    { "shmTicket", tl_napi_shm_ticket },
+    { "shmLockRelease", tl_napi_shm_lock_release },
+    { "shmHasNode", tl_napi_shm_has_node },
     { "shmReadEnter", tl_napi_shm_read_enter },
     { "shmReadLeave", tl_napi_shm_read_leave },
     { "shmReadHolds", tl_napi_shm_read_holds },
@@ -1083,6 +1177,12 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "HEADER", TL_SHM_HEADER },
     { "POKED", TL_SHM_POKED },
     { "KIND_LOCK", TL_SHM_KIND_LOCK },
+    { "KIND_HANDOFF", TL_SHM_KIND_HANDOFF },
+    { "ACCEPTED", TL_SHM_ACCEPTED },
+    { "LOCK_ID", (int32_t)TL_SHM_LOCK_ID },
+    { "LOCK_WAITERS", (int32_t)TL_SHM_LOCK_WAITERS },
+    { "LOCK_DIED", (int32_t)TL_SHM_LOCK_DIED },
+    { "LOCK_HANDED", (int32_t)TL_SHM_LOCK_HANDED },
     { "ROUTE", TL_SHM_ROUTE },
     { "RW_BLOCKED", TL_SHM_RW_BLOCKED },
     { "RW_DEADLK", TL_SHM_RW_DEADLK },

@@ -84,8 +84,10 @@ tl_shm_join_t *tl_shm_find_map(const void *addr, char **base);
 
 /* The kinds of a waiter node (bits). */
 enum {
-  TL_SHM_KIND_ASYNC = 1, /* a promise waiter: its process's doorbell rings */
-  TL_SHM_KIND_LOCK = 2   /* a lock's waiter: poked when an owner dies */
+  TL_SHM_KIND_ASYNC = 1,  /* a promise waiter: its process's doorbell rings */
+  TL_SHM_KIND_LOCK = 2,   /* a lock's waiter: poked when an owner dies */
+  TL_SHM_KIND_HANDOFF = 4 /* an AsyncLock's waiter, which a release may hand
+                             the word to (tl_shm_lock_release) */
 };
 /* Results besides the core's TL_RESULT_OK, _NOT_EQUAL, _TIMED_OUT,
  * _INTERRUPTED. */
@@ -93,7 +95,9 @@ enum {
   TL_SHM_PENDING = 4, /* tl_shm_wait_async: the node waits (RESULT_PENDING) */
   TL_SHM_POKED = 7,   /* a lock waiter was woken to look at the word again */
   TL_SHM_ROUTE =
-      8 /* binding.c's waitAsync: shared memory, ask lib/shmWait.js */
+      8, /* binding.c's waitAsync: shared memory, ask lib/shmWait.js */
+  TL_SHM_ACCEPTED = 9 /* a hand-off waiter took the word it was handed up
+                         (L8: before its node was freed) */
 };
 /* The doorbells: one 32-bit word per process slot in the header page. */
 #define TL_SHM_BELL_AT 640
@@ -109,10 +113,14 @@ int tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
                 const tl_host_stop_t *stop);
 /* As tl_shm_wait for a lock's waiter (kind TL_SHM_KIND_LOCK): a poke (an
  * owner died: tl_shm_poke) frees the node and the wait returns
- * TL_SHM_POKED, so that the caller looks at the lock word again. */
+ * TL_SHM_POKED, so that the caller looks at the lock word again. With a
+ * `ticket` (tl_shm_ticket; 0: none) it is an AsyncLock's waiter (kind
+ * HANDOFF too): a release may hand it the word, which it takes up before
+ * its node is freed, and the wait returns TL_SHM_ACCEPTED. */
 int tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
                      int64_t expected, double timeout_ms, uint32_t owner,
-                     uint32_t pokes, const tl_host_stop_t *stop);
+                     uint32_t pokes, uint64_t ticket,
+                     const tl_host_stop_t *stop);
 /* The file's poke counter, which a lock waiter reads before it looks at
  * the holder's liveness and passes as `pokes`: a poke since then returns
  * TL_SHM_POKED at once. */
@@ -128,16 +136,23 @@ uint32_t tl_shm_pokes(tl_shm_join_t *j);
  * that counts the node rings the doorbell of its owner's process. */
 int tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
                       int64_t expected, uint32_t owner, int kind,
-                      uint32_t pokes, uint32_t *index, uint32_t *waiting);
+                      uint32_t pokes, uint64_t ticket, uint32_t *index,
+                      uint32_t *waiting);
 /* The node of a promise waiter: 1 when it was notified, 2 when a poke
- * freed it (the node is free either way now), 0 while it waits,
+ * freed it, 3 when it was handed the lock word at `word` (kind HANDOFF;
+ * NULL: not taken up) and took it up (the node is free in each case), 0
+ * while it waits,
  * TL_HOST_ECORRUPT. */
-int tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting);
+int tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
+                      const void *word);
 /* Withdraws a promise waiter's node: TL_RESULT_TIMED_OUT when withdrawn,
- * TL_RESULT_OK when a notify counted it first, TL_SHM_POKED when a poke
- * freed it first (free in every case), or TL_HOST_ECORRUPT (the node is
- * left to its owner's death). */
-int tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting);
+ * TL_RESULT_OK when a notify counted it first, TL_SHM_ACCEPTED when a
+ * hand-off of the lock word at `word` counted it first and it took it up
+ * (NULL: not taken up), TL_SHM_POKED when a poke freed it first (free in
+ * every case), or TL_HOST_ECORRUPT (the node is left to its owner's
+ * death). */
+int tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
+                        const void *word);
 
 /* This process's doorbell word in the file (the join's mapping), which
  * every notify of one of its promise waiters and every poke of one of its
@@ -182,6 +197,38 @@ int64_t tl_shm_notify(tl_shm_join_t *j, char *base, const void *word,
  * 0 or TL_HOST_ECORRUPT. */
 int tl_shm_notify_owner(tl_shm_join_t *j, char *base, const void *word,
                         uint32_t owner);
+
+/* An AsyncLock word across processes (lib/ShmLock.js): the holder's owner
+ * id, WAITERS (somebody may sleep on it), DIED (taken over from a dead
+ * holder), HANDED (the id is a waiter's that a release handed the lock to
+ * and that has not taken it up yet). */
+#define TL_SHM_LOCK_ID 0x1fffffffu
+#define TL_SHM_LOCK_WAITERS (1u << 29)
+#define TL_SHM_LOCK_DIED (1u << 30)
+#define TL_SHM_LOCK_HANDED (1u << 31)
+/* A lock waiter that has waited this long (from its request's ticket) is
+ * handed the lock by the next release (the in-process policy's 1 ms). */
+#define TL_SHM_STARVING_US 1000
+/* A lock request's ticket, drawn once at its first sleep and kept across
+ * its sleeps (tl_shm_wait_lock, tl_shm_wait_async): the monotonic µs of
+ * the draw above 12 bits of the file's counter, so that tickets order the
+ * requests by arrival and tell each one's age. 0 on a corrupt file. */
+uint64_t tl_shm_ticket(tl_shm_join_t *j);
+/* Releases the lock word at `word` that the caller holds as `held` (its
+ * id, WAITERS set): hands it to the oldest waiter that may take it up
+ * (`fifo`: any lock waiter; else a blocking one whose request has waited
+ * TL_SHM_STARVING_US), by writing HANDED | WAITERS | its id into the word
+ * and then notifying its node, or frees the word and notifies one waiter.
+ * Returns 1 (handed), 0 (freed), 2 (the word is not `held` any more:
+ * read it again), or TL_HOST_ECORRUPT. */
+int tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
+                        uint32_t held, int fifo);
+/* 1 when the thread `owner` has a node of the word that waits or was
+ * notified (a hand-off to it is on its way to it), else 0, or
+ * TL_HOST_ECORRUPT: a hand-off whose grantee has none is free for anyone
+ * (lib/ShmLock.js, L7). */
+int tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word,
+                    uint32_t owner);
 
 /* Read holds of an RWLock word (shm_rw.c). The word: the writer's owner
  * id (TL_SHM_RW_ID), WAITERS, DIED and DRAINING (lib/ShmRWLock.js). */

@@ -161,7 +161,15 @@ tl__want(int width, int64_t expected)
  * TL_SHM_PENDING with the node and its WAITING state, TL_R_NOT_EQUAL (the
  * node was withdrawn), TL_R_OK (notified already; the node is freed) or
  * TL_HOST_ENODES. */
-static int tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as);
+static int tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as,
+                    const void *word);
+
+/* The word a waiter of kind `kind` takes a hand-off of up (L8), or NULL. */
+static const void *
+tl__handoff_word(uint32_t kind, const void *word)
+{
+  return (kind & TL_SHM_KIND_HANDOFF) ? word : NULL;
+}
 
 static _Atomic uint32_t *
 tl__pokes(char *base)
@@ -180,7 +188,7 @@ tl_shm_pokes(tl_shm_join_t *j)
 static int
 tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
             uint64_t want, uint32_t owner, uint32_t kind, uint32_t pokes,
-            tl_shm_node_t **out, uint32_t *out_waiting)
+            uint64_t ticket, tl_shm_node_t **out, uint32_t *out_waiting)
 {
   uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
   tl_shm_node_t *n;
@@ -193,8 +201,13 @@ tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
     atomic_store(&n->owner, owner);
     atomic_store(&n->offset, offset);
     atomic_store(&n->kind, kind);
-    atomic_store(&n->ticket, atomic_fetch_add(
-                                 (_Atomic uint64_t *)(base + TL_TICKET_AT), 1));
+    /* A lock waiter keeps its request's ticket (its place) across its
+     * sleeps (tl_shm_ticket); anyone else draws one. */
+    atomic_store(
+        &n->ticket,
+        ticket != 0
+            ? ticket
+            : atomic_fetch_add((_Atomic uint64_t *)(base + TL_TICKET_AT), 1));
     waiting = (s & ~3u) | TL_NODE_WAITING;
     uint32_t busy = s;
     if (atomic_compare_exchange_strong(&n->state, &busy, waiting))
@@ -203,28 +216,50 @@ tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
   }
   atomic_thread_fence(memory_order_seq_cst);
   if (tl__load_word(word, width) != want)
-    return tl__left(n, waiting, TL_R_NOT_EQUAL);
+    return tl__left(n, waiting, TL_R_NOT_EQUAL, tl__handoff_word(kind, word));
   /* A lock waiter: a poke since it looked at the holder (its scan may
    * have come before the publication). */
   if ((kind & TL_SHM_KIND_LOCK) && atomic_load(tl__pokes(base)) != pokes)
-    return tl__left(n, waiting, TL_SHM_POKED);
+    return tl__left(n, waiting, TL_SHM_POKED, tl__handoff_word(kind, word));
   *out = n;
   *out_waiting = waiting;
   return TL_SHM_PENDING;
 }
 
-/* The end of a waiter whose node is `waiting` (or was): withdrawn (the
- * result `withdrawn_as`), notified (TL_R_OK; the node is freed now) or
- * freed by a poke (TL_SHM_POKED). */
+/* L8: a hand-off waiter whose node was notified takes the lock word up if
+ * it was handed it (HANDED | WAITERS | its id, from the release: H1),
+ * before its node is freed, so that nobody takes the hand-off from it on
+ * its way (L7 lets anyone take a hand-off whose grantee has no node). */
 static int
-tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as)
+tl__take_up(const void *word, uint32_t owner)
+{
+  uint32_t id = owner & TL_SHM_LOCK_ID;
+  uint32_t v = TL_SHM_LOCK_HANDED | TL_SHM_LOCK_WAITERS | id;
+  return atomic_compare_exchange_strong((_Atomic uint32_t *)word, &v,
+                                        TL_SHM_LOCK_WAITERS | id);
+}
+
+/* The end of a waiter whose node is `waiting` (or was): withdrawn (the
+ * result `withdrawn_as`), notified (TL_R_OK; the node is freed now),
+ * handed the lock word at `word` and taken it up (TL_SHM_ACCEPTED; `word`
+ * NULL: a waiter that does not take hand-offs up) or freed by a poke
+ * (TL_SHM_POKED). */
+static int
+tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as, const void *word)
 {
   uint32_t notified = (waiting & ~3u) | TL_NODE_NOTIFIED;
 
   if (tl__free(n, waiting))
     return withdrawn_as;
   /* Only a notify or a poke moves a live owner's node out of WAITING;
-   * after a poke, the node may be anyone's already. */
+   * after a poke, the node may be anyone's already. A NOTIFIED node stays
+   * so until its waiter frees it (its owner is alive: nobody reclaims
+   * it). */
+  if (word != NULL && atomic_load(&n->state) == notified &&
+      tl__take_up(word, atomic_load(&n->owner))) {
+    tl__free(n, notified);
+    return TL_SHM_ACCEPTED;
+  }
   if (tl__free(n, notified))
     return TL_R_OK;
   return TL_SHM_POKED;
@@ -233,7 +268,8 @@ tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as)
 static int
 tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
          int64_t expected, double timeout_ms, uint32_t owner,
-         const tl_host_stop_t *stop, uint32_t kind, uint32_t pokes)
+         const tl_host_stop_t *stop, uint32_t kind, uint32_t pokes,
+         uint64_t ticket)
 {
   tl_shm_node_t *n = NULL;
   uint64_t want = tl__want(width, expected);
@@ -251,8 +287,8 @@ tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
   if (timeout_ms < 1e15)
     deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms + 1 +
                (timeout_ms > (double)(uint64_t)timeout_ms ? 1 : 0);
-  int r =
-      tl__publish(j, base, word, width, want, owner, kind, pokes, &n, &waiting);
+  int r = tl__publish(j, base, word, width, want, owner, kind, pokes, ticket,
+                      &n, &waiting);
   if (r != TL_SHM_PENDING)
     return r;
   for (;;) {
@@ -273,9 +309,9 @@ tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
     if (atomic_load(&n->state) != waiting)
       break;
     if (stop != NULL && stop->fn(stop->data))
-      return tl__left(n, waiting, TL_R_STOPPED);
+      return tl__left(n, waiting, TL_R_STOPPED, NULL);
   }
-  return tl__left(n, waiting, TL_R_TIMED_OUT);
+  return tl__left(n, waiting, TL_R_TIMED_OUT, tl__handoff_word(kind, word));
 }
 
 int
@@ -283,23 +319,24 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
             int64_t expected, double timeout_ms, uint32_t owner,
             const tl_host_stop_t *stop)
 {
-  return tl__wait(j, base, word, width, expected, timeout_ms, owner, stop, 0,
+  return tl__wait(j, base, word, width, expected, timeout_ms, owner, stop, 0, 0,
                   0);
 }
 
 int
 tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
                  int64_t expected, double timeout_ms, uint32_t owner,
-                 uint32_t pokes, const tl_host_stop_t *stop)
+                 uint32_t pokes, uint64_t ticket, const tl_host_stop_t *stop)
 {
   return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop,
-                  TL_SHM_KIND_LOCK, pokes);
+                  TL_SHM_KIND_LOCK | (ticket != 0 ? TL_SHM_KIND_HANDOFF : 0),
+                  pokes, ticket);
 }
 
 int
 tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
                   int64_t expected, uint32_t owner, int kind, uint32_t pokes,
-                  uint32_t *index, uint32_t *waiting)
+                  uint64_t ticket, uint32_t *index, uint32_t *waiting)
 {
   uint64_t want = tl__want(width, expected);
   tl_shm_node_t *n = NULL;
@@ -309,7 +346,8 @@ tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
   if (tl__load_word(word, width) != want)
     return TL_R_NOT_EQUAL;
   int r = tl__publish(j, base, word, width, want, owner,
-                      TL_SHM_KIND_ASYNC | (uint32_t)kind, pokes, &n, waiting);
+                      TL_SHM_KIND_ASYNC | (uint32_t)kind, pokes, ticket, &n,
+                      waiting);
   if (r == TL_SHM_PENDING)
     *index = (uint32_t)(n - tl__nodes(base));
   return r;
@@ -324,7 +362,8 @@ tl__node_of(tl_shm_join_t *j, uint32_t index)
 }
 
 int
-tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting)
+tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
+                  const void *word)
 {
   if (index >= TL_SHM_NODES)
     return 0;
@@ -333,17 +372,19 @@ tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting)
   tl_shm_node_t *n = tl__node_of(j, index);
   if (atomic_load(&n->state) == waiting)
     return 0;
-  return tl__left(n, waiting, TL_R_TIMED_OUT) == TL_R_OK ? 1 : 2;
+  int r = tl__left(n, waiting, TL_R_TIMED_OUT, word);
+  return r == TL_R_OK ? 1 : r == TL_SHM_ACCEPTED ? 3 : 2;
 }
 
 int
-tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting)
+tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
+                    const void *word)
 {
   if (index >= TL_SHM_NODES)
     return TL_R_TIMED_OUT;
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
-  return tl__left(tl__node_of(j, index), waiting, TL_R_TIMED_OUT);
+  return tl__left(tl__node_of(j, index), waiting, TL_R_TIMED_OUT, word);
 }
 
 /* Rings the doorbell of the process in whose slot `owner` lives. */
@@ -468,6 +509,7 @@ typedef struct {
   tl_shm_node_t *node;
   uint32_t state;
   uint32_t kind;
+  uint32_t owner;
   uint64_t ticket;
 } tl_cand_t;
 
@@ -483,26 +525,20 @@ tl__by_ticket(const void *a, const void *b)
  * notify's state change and its wake or ring, the window in which the
  * notifying process may die (tl_shm_poke gives the wake again). */
 static _Atomic int tl__ring_delay = -1;
+/* And one between a hand-off's write of the word and its notify
+ * (THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS): the window in which the grantee
+ * may leave first (H2). */
+static _Atomic int tl__handoff_delay = -1;
 
-/* Notifies up to `count` (< 0: all) waiters of the word, oldest first,
- * only those of owner id `only` when it is not 0. */
-static int64_t
-tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
-           uint32_t only)
+/* The WAITING nodes of the word at `offset` (only those of owner id `only`
+ * when it is not 0) into `cand` (TL_SHM_NODES entries), oldest first;
+ * returns how many. */
+static size_t
+tl__candidates(char *base, uint64_t offset, uint32_t only, tl_cand_t *cand)
 {
   tl_shm_node_t *nodes = tl__nodes(base);
-  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
-  tl_cand_t *cand;
   size_t found = 0;
-  int64_t woken = 0;
 
-  if (count == 0)
-    return 0;
-  if (tl_shm_header_ok(j) != 0)
-    return TL_HOST_ECORRUPT;
-  cand = malloc(sizeof(*cand) * TL_SHM_NODES);
-  if (cand == NULL)
-    return TL_HOST_ENODES;
   for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
@@ -518,41 +554,233 @@ tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
     cand[found].node = n;
     cand[found].state = s;
     cand[found].kind = kind;
+    cand[found].owner = owner;
     cand[found].ticket = ticket;
     found++;
   }
   qsort(cand, found, sizeof(*cand), tl__by_ticket);
+  return found;
+}
+
+/* Moves the candidate's node from WAITING to NOTIFIED and wakes its
+ * waiter; 0 when the node left WAITING first. */
+static int
+tl__tell(tl_shm_join_t *j, char *base, const tl_cand_t *c)
+{
+  uint32_t s = c->state;
+  uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
+
+  if (!atomic_compare_exchange_strong(&c->node->state, &s, notified))
+    return 0;
+  tl__hp_test_pause("THREADLOCK_SHM_TEST_RING_DELAY_MS", &tl__ring_delay);
+  /* A promise waiter hears it through its process's doorbell, rung after
+   * the state changed; the owner read before the change is the
+   * publication's (it changes only after a free). */
+  if (c->kind & TL_SHM_KIND_ASYNC)
+    tl__ring_slot(base, (c->owner >> 22) & 0x7f);
+  else
+    tl__hp_wake((uint32_t *)&c->node->state, 1);
+  /* A lock waiter woken is the one that takes the word next (or was handed
+   * it): if its process dies before it does, the wake is lost unless its
+   * death pokes the file. The waiters that published after it watch it,
+   * but one that looked at the word's waiters before this node was
+   * published and published after it does not: this process watches it
+   * (a thread per process slot, started once). */
+  if (c->kind & TL_SHM_KIND_LOCK)
+    (void)tl__shm_watch_id(j, c->owner, tl_shm_poke);
+  return 1;
+}
+
+/* Notifies up to `count` (< 0: all) of the candidates, oldest first;
+ * dead waiters' nodes are reclaimed, not counted. */
+static int64_t
+tl__notify_some(tl_shm_join_t *j, char *base, const tl_cand_t *cand,
+                size_t found, int64_t count)
+{
+  int64_t woken = 0;
+
   for (size_t k = 0; k < found && (count < 0 || woken < count); k++) {
-    tl_shm_node_t *n = cand[k].node;
-    uint32_t s = cand[k].state;
-    if (tl_shm_owner_alive(j, atomic_load(&n->owner)) == 0) {
-      tl__free(n, s); /* a dead waiter: reclaimed, not counted */
+    if (tl_shm_owner_alive(j, cand[k].owner) == 0) {
+      tl__free(cand[k].node, cand[k].state);
       continue;
     }
-    uint32_t owner = atomic_load(&n->owner);
-    uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
-    if (atomic_compare_exchange_strong(&n->state, &s, notified)) {
-      tl__hp_test_pause("THREADLOCK_SHM_TEST_RING_DELAY_MS", &tl__ring_delay);
-      /* A promise waiter hears it through its process's doorbell, rung
-       * after the state changed; the owner read before the change is the
-       * publication's (it changes only after a free). */
-      if (cand[k].kind & TL_SHM_KIND_ASYNC)
-        tl__ring_slot(base, (owner >> 22) & 0x7f);
-      else
-        tl__hp_wake((uint32_t *)&n->state, 1);
-      /* A lock waiter woken is the one that takes the word next: if its
-       * process dies before it does, the wake is lost unless its death
-       * pokes the file. The waiters that published after it watch it,
-       * but one that looked at the word's waiters before this node was
-       * published and published after it does not: this process watches
-       * it (a thread per process slot, started once). */
-      if (cand[k].kind & TL_SHM_KIND_LOCK)
-        (void)tl__shm_watch_id(j, owner, tl_shm_poke);
-      woken++;
-    }
+    woken += tl__tell(j, base, &cand[k]);
   }
+  return woken;
+}
+
+/* Without memory for the sorted candidates: notifies the oldest waiter
+ * of the word at `offset` found by one scan (again if it left meanwhile);
+ * 1 when it woke one. */
+static int64_t
+tl__notify_oldest(tl_shm_join_t *j, char *base, uint64_t offset)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+
+  for (int tries = 0; tries < 8; tries++) {
+    tl_cand_t best = { 0 };
+    int have = 0;
+    for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+      tl_shm_node_t *n = &nodes[i];
+      uint32_t s = atomic_load(&n->state);
+      if ((s & 3) != TL_NODE_WAITING || atomic_load(&n->offset) != offset)
+        continue;
+      tl_cand_t c = { n, s, atomic_load(&n->kind), atomic_load(&n->owner),
+                      atomic_load(&n->ticket) };
+      if (atomic_load(&n->state) == s && (!have || c.ticket < best.ticket)) {
+        best = c;
+        have = 1;
+      }
+    }
+    if (!have)
+      return 0;
+    if (tl__notify_some(j, base, &best, 1, 1) == 1)
+      return 1;
+  }
+  return 0;
+}
+
+/* Notifies up to `count` (< 0: all) waiters of the word, oldest first,
+ * only those of owner id `only` when it is not 0. */
+static int64_t
+tl__notify(tl_shm_join_t *j, char *base, const void *word, int64_t count,
+           uint32_t only)
+{
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  tl_cand_t *cand;
+
+  if (count == 0)
+    return 0;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  cand = malloc(sizeof(*cand) * TL_SHM_NODES);
+  if (cand == NULL && count == 1 && only == 0)
+    return tl__notify_oldest(j, base, offset);
+  if (cand == NULL)
+    return TL_HOST_ENODES;
+  size_t found = tl__candidates(base, offset, only, cand);
+  int64_t woken = tl__notify_some(j, base, cand, found, count);
   free(cand);
   return woken;
+}
+
+uint64_t
+tl_shm_ticket(tl_shm_join_t *j)
+{
+  if (tl_shm_header_ok(j) != 0)
+    return 0;
+  uint64_t n =
+      atomic_fetch_add((_Atomic uint64_t *)(tl__shm_page(j) + TL_TICKET_AT), 1);
+  return tl__hp_monotonic_us() << 12 | (n & 0xfff);
+}
+
+/* The release of a lock word across processes (lib/ShmLock.js, which
+ * holds the word's protocol and its invariants L1-L6; the steps here are
+ * H1-H3 there):
+ *   H1. the oldest waiter that may take the lock up is handed it: the
+ *       word goes from `held` to HANDED | WAITERS | its id (so nobody
+ *       barges: the word has an owner), and only then its node from
+ *       WAITING to NOTIFIED, and it is woken; its process is watched, so
+ *       that its death pokes the others, who take the word over (without
+ *       DIED: it never ran);
+ *   H2. if its node left WAITING first (its timeout, abort or end, or a
+ *       poke), the word goes back from the handed value to `held` and the
+ *       next candidate is tried; if the word was no longer the handed
+ *       value, the waiter found it first and took it up or gave it back
+ *       (freeing it and waking another): the release is done either way;
+ *   H3. with nobody to hand it to, the word goes from `held` to 0 and the
+ *       oldest waiter is woken to compete.
+ * Only the holder changes a held word (others only add WAITERS, which
+ * `held` has), so each compare-exchange from `held` fails only when the
+ * caller's `held` was stale. */
+int
+tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
+                    uint32_t held, int fifo)
+{
+  _Atomic uint32_t *w = (_Atomic uint32_t *)word;
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+  tl_cand_t *cand;
+  size_t found = 0;
+  uint32_t v;
+
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  if (atomic_load(w) != held)
+    return 2;
+  /* Without memory for the candidates, no hand-off: the word is freed and
+   * the oldest waiter woken (tl__notify finds it by one scan then). */
+  cand = malloc(sizeof(*cand) * TL_SHM_NODES);
+  if (cand != NULL)
+    found = tl__candidates(base, offset, 0, cand);
+  uint64_t now = tl__hp_monotonic_us();
+  for (size_t k = 0; k < found; k++) {
+    const tl_cand_t *c = &cand[k];
+    if (!(c->kind & TL_SHM_KIND_HANDOFF))
+      continue;
+    if (!fifo) {
+      /* Outside the FIFO mode only a blocking waiter (a parked thread,
+       * which takes the lock up at once) is handed it, once its request
+       * has waited TL_SHM_STARVING_US; the candidates are oldest first. */
+      if (c->kind & TL_SHM_KIND_ASYNC)
+        continue;
+      if (now - (c->ticket >> 12) < TL_SHM_STARVING_US)
+        break;
+    }
+    int alive = tl_shm_owner_alive(j, c->owner);
+    if (alive == 0)
+      tl__free(c->node, c->state);
+    if (alive != 1)
+      continue;
+    uint32_t handed =
+        TL_SHM_LOCK_HANDED | TL_SHM_LOCK_WAITERS | (c->owner & TL_SHM_LOCK_ID);
+    v = held;
+    if (!atomic_compare_exchange_strong(w, &v, handed)) {
+      free(cand);
+      return 2;
+    }
+    tl__hp_test_pause("THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS",
+                      &tl__handoff_delay);
+    if (tl__tell(j, base, c)) {
+      free(cand);
+      return 1;
+    }
+    v = handed;
+    if (!atomic_compare_exchange_strong(w, &v, held)) {
+      free(cand);
+      return 1;
+    }
+  }
+  v = held;
+  if (!atomic_compare_exchange_strong(w, &v, 0)) {
+    free(cand);
+    return 2;
+  }
+  free(cand);
+  /* H3: a scan made after the free (the one above came before it, and a
+   * node published since, while the word was still held, passed its value
+   * check: only a scan after the free is sure to see it). */
+  (void)tl__notify(j, base, word, 1, 0);
+  return 0;
+}
+
+int
+tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word, uint32_t owner)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+    tl_shm_node_t *n = &nodes[i];
+    uint32_t s = atomic_load(&n->state);
+    if (((s & 3) == TL_NODE_WAITING || (s & 3) == TL_NODE_NOTIFIED) &&
+        atomic_load(&n->offset) == offset &&
+        (atomic_load(&n->owner) & TL_SHM_LOCK_ID) == (owner & TL_SHM_LOCK_ID) &&
+        atomic_load(&n->state) == s)
+      return 1;
+  }
+  return 0;
 }
 
 int64_t

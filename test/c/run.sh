@@ -153,6 +153,40 @@ if [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" interleave "* ]]; 
   done
 fi
 
+# The same for the model of the cross-process hand-off (test/c/shm_handoff.c,
+# whose header lists its bugs), built alone.
+#   1  no take-back when the grantee left first     (H2)
+#   2  the node notified before the word is written  (H1)
+#   3  the waiter woken from a scan before the free   (H3)
+#   4  a left grantee's hand-off not free for others  (L7)
+#   5  the grantee frees its node before taking up    (L8)
+handoff_injections="1:handoff-timeouts 2:handoff-basic 3:handoff-death"
+handoff_injections="$handoff_injections 4:handoff-all 5:handoff-basic"
+if [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" shm_handoff "* ]]; then
+  for entry in $handoff_injections; do
+    n=${entry%%:*}
+    scenarios=${entry#*:}
+    bin=$out/shm_handoff.bug$n
+    log=$out/shm_handoff.bug$n.log
+    if ! $plain_cc -std=c11 -O2 -Wall -Wextra -Werror -DTL_INJECT_BUG="$n" \
+      test/c/shm_handoff.c -o "$bin" >"$log" 2>&1; then
+      echo "FAIL shm_handoff with bug $n: build"
+      sed 's/^/    /' "$log"
+      failed=$((failed + 1))
+      continue
+    fi
+    if TL_EXPECT_BUG=1 TL_SCENARIO=$scenarios "$bin" >"$log" 2>&1; then
+      printf "ok   shm_handoff catches injected bug %s (%s)\n" "$n" "$scenarios"
+      passed=$((passed + 1))
+    else
+      printf "FAIL shm_handoff misses injected bug %s (%s; log %s)\n" "$n" \
+        "$scenarios" "$log"
+      tail -n 20 "$log" | sed 's/^/    /'
+      failed=$((failed + 1))
+    fi
+  done
+fi
+
 echo "total $(($(date +%s) - start_all))s"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
