@@ -1435,11 +1435,13 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.strictEqual(lock.locked, false)
     })
 
-    it('kill -9 at random moments among 4 processes: survivors go on, and ownerDied is seen exactly once for each process killed holding', async function () {
+    for (const fifo of [false, true]) {
+    it(`kill -9 at random moments among 4 processes${fifo ? ', { fifo: true }' : ''}: survivors go on, and ownerDied is seen exactly once for each process killed holding`, async function () {
+      const name = fifo ? 'rkf' : 'rk'
       const body = `const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
-        const b = host.openSharedMemory('rk', { path: dir, size: 64 })
+        const b = host.openSharedMemory('${name}', { path: dir, size: 64 })
         const i = new Int32Array(b)
-        const lock = new threadlock.AsyncLock(b, 0)
+        const lock = new threadlock.AsyncLock(b, 0, { fifo: ${fifo} })
         say(String(binding.shmOwnerId(i)))
         const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
         async function main () {
@@ -1454,7 +1456,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
           say('done')
         }
         main()`
-      const b = openSharedMemory('rk', { path: dir, size: 64 })
+      const b = openSharedMemory(name, { path: dir, size: 64 })
       const i = new Int32Array(b)
       let killedHolding = 0
       const kids = await killAtRandom(await Promise.all([0, 1, 2, 3].map(() => child(body, dir))), (victim) => {
@@ -1463,12 +1465,13 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         const v = Atomics.load(i, 0)
         if ((v & ID) === Number(victim.line) && v >= 0) killedHolding++
       }, () => child(body, dir))
-      await survivorsFinish(i, 2, 4, 300, kids, dir, 'rk')
+      await survivorsFinish(i, 2, 4, 300, kids, dir, name)
       assert.strictEqual(Atomics.load(i, 3), killedHolding, `ownerDied seen ${Atomics.load(i, 3)} times, ${killedHolding} killed holding`)
       assert.strictEqual(Atomics.load(i, 0) & ID, 0)
       for (const k of kids) k.child.stdin.end()
       await Promise.all(kids.map((k) => exited(k.child)))
     })
+    }
   })
 
   describe('Semaphore across processes', () => {
