@@ -115,9 +115,41 @@ for variant in $variants; do
   done
 done
 
-# The checker must catch known bugs: each is built into the core with
-# -DTL_INJECT_BUG=n (src/lock.c, src/rwlock.c) and must break the protocol
-# in every scenario listed for it (TL_EXPECT_BUG=1 succeeds only then).
+# A checker must catch known bugs: each is built in with -DTL_INJECT_BUG=n
+# and must break the protocol in every scenario listed for it
+# (TL_EXPECT_BUG=1 succeeds only then). check_injected <test> <entries>
+# <sources...>: entries are n:scenarios.
+check_injected() {
+  local t=$1 entries=$2 entry n scenarios bin log
+  shift 2
+  [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" $t "* ]] || return 0
+  for entry in $entries; do
+    n=${entry%%:*}
+    scenarios=${entry#*:}
+    bin=$out/$t.bug$n
+    log=$out/$t.bug$n.log
+    # shellcheck disable=SC2086
+    if ! $plain_cc $cflags -O2 -DTL_INJECT_BUG="$n" "$@" -o "$bin" $libs \
+      >"$log" 2>&1; then
+      echo "FAIL $t with bug $n: build"
+      sed 's/^/    /' "$log"
+      failed=$((failed + 1))
+      continue
+    fi
+    if TL_EXPECT_BUG=1 TL_SCENARIO=$scenarios "$bin" >"$log" 2>&1; then
+      printf "ok   %s catches injected bug %s (%s)\n" "$t" "$n" "$scenarios"
+      passed=$((passed + 1))
+    else
+      printf "FAIL %s misses injected bug %s (%s; log %s)\n" "$t" "$n" \
+        "$scenarios" "$log"
+      tail -n 20 "$log" | sed 's/^/    /'
+      failed=$((failed + 1))
+    fi
+  done
+}
+
+# The lock protocol's checker (test/c/interleave.c), bugs built into the
+# core (src/lock.c, src/rwlock.c):
 #   1  readers let in one per pass               (a reader batch together)
 #   2  new readers pass a queued writer           (writer preference)
 #   3  a hand-off skips the oldest waiter         (I5: order)
@@ -127,34 +159,11 @@ done
 #      thread watches for it is never taken up
 injections="1:rw-readers-batch 2:rw-reader-behind-writer 3:lock-handoff-order"
 injections="$injections 4:lock-loop-busy,rw-loop-busy 5:lock-basic"
-if [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" interleave "* ]]; then
-  for entry in $injections; do
-    n=${entry%%:*}
-    scenarios=${entry#*:}
-    bin=$out/interleave.bug$n
-    log=$out/interleave.bug$n.log
-    # shellcheck disable=SC2086
-    if ! $plain_cc $cflags -O2 -DTL_INJECT_BUG="$n" test/c/interleave.c \
-      $core -o "$bin" $libs >"$log" 2>&1; then
-      echo "FAIL interleave with bug $n: build"
-      sed 's/^/    /' "$log"
-      failed=$((failed + 1))
-      continue
-    fi
-    if TL_EXPECT_BUG=1 TL_SCENARIO=$scenarios "$bin" >"$log" 2>&1; then
-      printf "ok   interleave catches injected bug %s (%s)\n" "$n" "$scenarios"
-      passed=$((passed + 1))
-    else
-      printf "FAIL interleave misses injected bug %s (%s; log %s)\n" "$n" \
-        "$scenarios" "$log"
-      tail -n 20 "$log" | sed 's/^/    /'
-      failed=$((failed + 1))
-    fi
-  done
-fi
+# shellcheck disable=SC2086
+check_injected interleave "$injections" test/c/interleave.c $core
 
-# The same for the model of the cross-process hand-off (test/c/shm_handoff.c,
-# whose header lists its bugs), built alone.
+# The model of the cross-process hand-off (test/c/shm_handoff.c, whose
+# header lists its bugs):
 #   1  no take-back when the grantee left first     (H2)
 #   2  the node notified before the word is written  (H1)
 #   3  the waiter woken from a scan before the free   (H3)
@@ -162,30 +171,7 @@ fi
 #   5  the grantee frees its node before taking up    (L8)
 handoff_injections="1:handoff-timeouts 2:handoff-basic 3:handoff-death"
 handoff_injections="$handoff_injections 4:handoff-all 5:handoff-basic"
-if [ -z "${TL_SKIP_INJECTED:-}" ] && [[ " ${tests[*]} " == *" shm_handoff "* ]]; then
-  for entry in $handoff_injections; do
-    n=${entry%%:*}
-    scenarios=${entry#*:}
-    bin=$out/shm_handoff.bug$n
-    log=$out/shm_handoff.bug$n.log
-    if ! $plain_cc -std=c11 -O2 -Wall -Wextra -Werror -DTL_INJECT_BUG="$n" \
-      test/c/shm_handoff.c -o "$bin" >"$log" 2>&1; then
-      echo "FAIL shm_handoff with bug $n: build"
-      sed 's/^/    /' "$log"
-      failed=$((failed + 1))
-      continue
-    fi
-    if TL_EXPECT_BUG=1 TL_SCENARIO=$scenarios "$bin" >"$log" 2>&1; then
-      printf "ok   shm_handoff catches injected bug %s (%s)\n" "$n" "$scenarios"
-      passed=$((passed + 1))
-    else
-      printf "FAIL shm_handoff misses injected bug %s (%s; log %s)\n" "$n" \
-        "$scenarios" "$log"
-      tail -n 20 "$log" | sed 's/^/    /'
-      failed=$((failed + 1))
-    fi
-  done
-fi
+check_injected shm_handoff "$handoff_injections" test/c/shm_handoff.c
 
 echo "total $(($(date +%s) - start_all))s"
 echo "$passed passed, $failed failed"

@@ -235,6 +235,32 @@ grant(st_t *s, int a)
 
 static void poke(st_t *s);
 
+/* A notify of one: the oldest live waiter whose node waits. */
+static void
+notify_oldest(st_t *s)
+{
+  for (int w = W1; w <= W2; w++)
+    if (s->node[w] == WAITING && s->alive[w]) {
+      s->node[w] = NOTIFIED;
+      return;
+    }
+}
+
+/* L8: a woken waiter whose node was notified takes a hand-off to it up
+ * before it frees the node; 1 when it did (granted). */
+static int
+take_up(st_t *s, int a)
+{
+  uint8_t me = (uint8_t)(a + 1);
+  if (s->node[a] != NOTIFIED || s->word != (HB | WB | me) ||
+      TL_INJECT_BUG == 5)
+    return 0;
+  s->word = WB | me;
+  node_free(s, a);
+  grant(s, a);
+  return 1;
+}
+
 /* Starts a release of the word held as `held`, returning to `after`. */
 static void
 release(st_t *s, int a, uint8_t held, uint8_t after)
@@ -274,14 +300,10 @@ step(st_t *s, int a)
   }
   case P_SLEEP:
     if (s->node[a] == NOTIFIED) {
-      /* L8: woken, it takes a hand-off up before it frees its node (so a
+      /* Woken: a hand-off is taken up before the node is freed (so a
        * grantee on its way has a node: nobody takes it from it, L7). */
-      if (s->word == (HB | WB | me) && TL_INJECT_BUG != 5) {
-        s->word = WB | me;
-        node_free(s, a);
-        grant(s, a);
+      if (take_up(s, a))
         return 1;
-      }
       node_free(s, a);
       s->pc[a] = P_TRY;
       return 1;
@@ -364,13 +386,8 @@ step(st_t *s, int a)
     if (s->word != s->seen[a] || s->pokes[a] != s->pokes_all) {
       /* withdraw (or take the notify that came first: L8, a hand-off is
        * taken up before the node is freed) and try again */
-      if (s->node[a] == NOTIFIED && s->word == (HB | WB | me) &&
-          TL_INJECT_BUG != 5) {
-        s->word = WB | me;
-        node_free(s, a);
-        grant(s, a);
+      if (take_up(s, a))
         return 1;
-      }
       node_free(s, a);
       s->pc[a] = P_TRY;
     } else {
@@ -387,14 +404,8 @@ step(st_t *s, int a)
       s->target[a] = me | WB; /* I6: taken, then released */
       s->pc[a] = P_LEAVECAS;
     } else {
-      if (OWN(v) == 0 && (v & WB)) {
-        /* notify one: the oldest WAITING live node */
-        for (int w = W1; w <= W2; w++)
-          if (s->node[w] == WAITING && s->alive[w]) {
-            s->node[w] = NOTIFIED;
-            break;
-          }
-      }
+      if (OWN(v) == 0 && (v & WB))
+        notify_oldest(s);
       s->pc[a] = P_DONE;
     }
     return 1;
@@ -507,11 +518,8 @@ step(st_t *s, int a)
         break;
       }
     }
-    for (int w = W1; TL_INJECT_BUG != 3 && w <= W2; w++)
-      if (s->node[w] == WAITING && s->alive[w]) {
-        s->node[w] = NOTIFIED;
-        break;
-      }
+    if (TL_INJECT_BUG != 3)
+      notify_oldest(s);
     s->pc[a] = s->after[a];
     return 1;
   }
