@@ -32,11 +32,13 @@
 // Releasing (unlock): without WAITERS, the holder's compare-exchange to 0.
 // With WAITERS, the core's release (src/host/shm_wait.c,
 // tl_shm_lock_release, steps H1-H3): it hands the lock to the oldest waiter
-// that may take it up (FIFO mode: any; otherwise a blocking waiter whose
-// request has waited 1 ms, the in-process policy's bound; promise waiters
-// there compete, since their event loop may not run for long) by writing
-// HANDED | WAITERS | its id, then notifying its node; or frees the word and
-// wakes the oldest waiter to compete.
+// that may take it up (FIFO mode: any; otherwise one whose request has
+// waited 1 ms, the in-process policy's bound, and that can take it up at
+// once: a blocking waiter, or a promise waiter that is present, i.e. came
+// to try and sleeps again; one asleep since it queued is woken to come
+// instead, since its event loop may not run for long) by writing HANDED |
+// WAITERS | its id, then notifying its node; or frees the word and wakes
+// the oldest waiter to compete.
 //
 // Invariants:
 // - I1 (exclusion). Only a compare-exchange that finds the owner field 0,
@@ -80,10 +82,11 @@
 // - I5 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
 //   their event loop; wakes come from releases, death and thread end only
 //   (a blocking wait's 10 ms slices for the termination probe aside).
-// - I6 (the bound). A blocking waiter whose request has waited 1 ms is
-//   handed the lock by the next release that finds its node WAITING (it
-//   is the oldest such, or one older than it is); its ticket keeps its age
-//   and place when a wake to compete was lost and it sleeps again. In the
+// - I6 (the bound). A blocking waiter, or a present promise waiter, whose
+//   request has waited 1 ms is handed the lock by the next release that
+//   finds its node WAITING (it is the oldest such, or one older than it
+//   is); its ticket keeps its age and place when a wake to compete was
+//   lost and it sleeps again. In the
 //   FIFO mode every release with waiters hands the lock to the oldest, and
 //   a request that has not slept does not take a free word while WAITERS
 //   is set: it takes it and releases it at once (the release hands it to
@@ -119,8 +122,8 @@
 // while the thread has requests queued would never return (they come
 // first): EDEADLK, as in-process; tryLock() is false meanwhile.
 //
-// Not built: the holder's slice (a promise waiter competes with bargers
-// at each release; its wait is not bounded outside the FIFO mode).
+// Not built: the holder's slice, and the present watch (a present promise
+// waiter handed the lock takes it up when its loop next runs).
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -404,7 +407,7 @@ class ShmLock extends SharedSlot {
       let r
       try {
         if (ticket === 0) ticket = native.shmTicket(this.#i32)
-        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes, ticket })
+        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes, ticket, present: slept })
         if (typeof r !== 'number') r = await r
       } catch (err) {
         this.#passOn()

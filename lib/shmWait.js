@@ -28,7 +28,7 @@ const { atDeadline } = require('./timer')
 const { abortError } = require('./errors')
 
 const { RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT } = native.constants
-const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF } = native.shmConstants || {}
+const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF, KIND_PRESENT } = native.shmConstants || {}
 
 
 const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out', [POKED]: 'poked', [ACCEPTED]: 'accepted' }
@@ -56,10 +56,11 @@ function poll () {
  * @param {number} index
  * @param {number | bigint} value
  * @param {{ timeout: number, ref: boolean, signal?: AbortSignal,
- *   pokes?: number, ticket?: number }} o `pokes` (lock waiters only): the
- *   file's poke counter read before the waiter looked at the holder
- *   (native.shmPokes); a poke since then, or while it waits, resolves
- *   'poked'; `ticket` (lock waiters): the request's (native.shmTicket)
+ *   pokes?: number, ticket?: number, present?: boolean }} o `pokes` (lock
+ *   waiters only): the file's poke counter read before the waiter looked at
+ *   the holder (native.shmPokes); a poke since then, or while it waits,
+ *   resolves 'poked'; `ticket` (lock waiters): the request's
+ *   (native.shmTicket); `present`: it has come to try since it queued
  */
 function waitAsync (ta, index, value, o) {
   // A signal aborted already: a lock's promise request may come back here
@@ -73,8 +74,11 @@ function waitAsync (ta, index, value, o) {
   const lock = o.pokes !== undefined
   // An AsyncLock's waiter (a ticket) may be handed the lock: it takes it
   // up before its node is freed, and resolves 'accepted'.
+  // `present`: it came to try and sleeps again (a release may hand it the
+  // lock once it has waited 1 ms).
   const handoff = lock && o.ticket !== undefined && o.ticket !== 0
-  const r = native.shmWaitAsync(ta, index, value, o.ref, lock ? KIND_LOCK | (handoff ? KIND_HANDOFF : 0) : 0, lock ? o.pokes : 0, handoff ? o.ticket : 0)
+  const kind = !lock ? 0 : !handoff ? KIND_LOCK : KIND_LOCK | KIND_HANDOFF | (o.present ? KIND_PRESENT : 0)
+  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, handoff ? o.ticket : 0)
   if (r < 16) return r
   const token = r
   return new Promise((resolve, reject) => {

@@ -2254,6 +2254,47 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.strictEqual(lock.locked, false)
     })
 
+    it('a promise waiter of another process that came to try and found the lock taken (present) and has waited 1 ms is handed it by a release, while this thread holds it 2 ms at a time and takes it again at once', async () => {
+      const b = openSharedMemory('pbound', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0)
+      const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+      lock.lock()
+      // The child asks again and again (promise form) until i[5] is set,
+      // counting its grants in i[1].
+      const w = await child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory('pbound', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        say(String(binding.shmOwnerId(i)))
+        ;(async () => { while (Atomics.load(i, 5) === 0) { const release = await lock.acquire(); Atomics.add(i, 1, 1); release() } })()`, dir)
+      const id = Number(w.line)
+      await until(() => lock.waiting === 1, 'the child to sleep')
+      // A release wakes a promise waiter that is asleep since it queued to
+      // come (its loop may be busy: it is not handed the lock); once it
+      // came and found the lock taken again, it is present, and a release
+      // hands it the lock: right after that unlock() the word names it,
+      // with HANDED. On a loaded machine it may also take the free word
+      // before this thread does (granted without a hand-off): then it
+      // asks again, and this thread waits for the lock.
+      const t0 = performance.now()
+      let handed = false
+      let rounds = 0
+      while (!handed && performance.now() - t0 < 3000) {
+        spin(2)
+        lock.unlock()
+        const v = Atomics.load(i, 0)
+        handed = (v & HANDED) !== 0 && (v & ID) === id
+        if (!handed && !lock.tryLock()) lock.lock()
+        rounds++
+      }
+      assert.ok(handed, `no release handed the present promise waiter the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
+      Atomics.store(i, 5, 1)
+      await until(() => lock.waiting === 0 && !lock.locked, 'the child to stop asking')
+      w.child.stdin.end()
+      await exited(w.child)
+    })
+
     it('{ fifo: true }: blocking and promise waiters of 3 processes are granted in the order they came, and nobody barges past them', async () => {
       const b = openSharedMemory('fifo', { path: dir, size: 64 })
       const i = new Int32Array(b)

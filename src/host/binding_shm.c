@@ -1178,6 +1178,7 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "POKED", TL_SHM_POKED },
     { "KIND_LOCK", TL_SHM_KIND_LOCK },
     { "KIND_HANDOFF", TL_SHM_KIND_HANDOFF },
+    { "KIND_PRESENT", TL_SHM_KIND_PRESENT },
     { "ACCEPTED", TL_SHM_ACCEPTED },
     { "LOCK_ID", (int32_t)TL_SHM_LOCK_ID },
     { "LOCK_WAITERS", (int32_t)TL_SHM_LOCK_WAITERS },

@@ -84,10 +84,12 @@ tl_shm_join_t *tl_shm_find_map(const void *addr, char **base);
 
 /* The kinds of a waiter node (bits). */
 enum {
-  TL_SHM_KIND_ASYNC = 1,  /* a promise waiter: its process's doorbell rings */
-  TL_SHM_KIND_LOCK = 2,   /* a lock's waiter: poked when an owner dies */
-  TL_SHM_KIND_HANDOFF = 4 /* an AsyncLock's waiter, which a release may hand
-                             the word to (tl_shm_lock_release) */
+  TL_SHM_KIND_ASYNC = 1,   /* a promise waiter: its process's doorbell rings */
+  TL_SHM_KIND_LOCK = 2,    /* a lock's waiter: poked when an owner dies */
+  TL_SHM_KIND_HANDOFF = 4, /* an AsyncLock's waiter, which a release may
+                              hand the word to (tl_shm_lock_release) */
+  TL_SHM_KIND_PRESENT = 8  /* a promise one that came to try and sleeps
+                              again: its loop ran just now */
 };
 /* Results besides the core's TL_RESULT_OK, _NOT_EQUAL, _TIMED_OUT,
  * _INTERRUPTED. */

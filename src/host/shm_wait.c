@@ -713,18 +713,28 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
   if (cand != NULL)
     found = tl__candidates(base, offset, 0, cand);
   uint64_t now = tl__hp_monotonic_us();
+  /* The oldest promise waiter passed over (asleep since it queued): woken
+   * to come once another is handed the lock (H1). */
+  const tl_cand_t *call = NULL;
   for (size_t k = 0; k < found; k++) {
     const tl_cand_t *c = &cand[k];
     if (!(c->kind & TL_SHM_KIND_HANDOFF))
       continue;
     if (!fifo) {
-      /* Outside the FIFO mode only a blocking waiter (a parked thread,
-       * which takes the lock up at once) is handed it, once its request
-       * has waited TL_SHM_STARVING_US; the candidates are oldest first. */
-      if (c->kind & TL_SHM_KIND_ASYNC)
-        continue;
+      /* Outside the FIFO mode a waiter is handed it once its request has
+       * waited TL_SHM_STARVING_US (the candidates are oldest first), and
+       * only one that can take it up at once: a blocking waiter (a parked
+       * thread), or a promise waiter that is present (it came to try,
+       * found the word taken and sleeps again: its loop ran just now), as
+       * the in-process policy's I7. A promise waiter asleep since it
+       * queued keeps its place, and is woken to come. */
       if (now - (c->ticket >> 12) < TL_SHM_STARVING_US)
         break;
+      if ((c->kind & TL_SHM_KIND_ASYNC) && !(c->kind & TL_SHM_KIND_PRESENT)) {
+        if (call == NULL)
+          call = c;
+        continue;
+      }
     }
     int alive = tl_shm_owner_alive(j, c->owner);
     if (alive == 0)
@@ -741,6 +751,8 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
     tl__hp_test_pause("THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS",
                       &tl__handoff_delay);
     if (tl__tell(j, base, c)) {
+      if (call != NULL)
+        (void)tl__tell(j, base, call);
       free(cand);
       return 1;
     }

@@ -24,7 +24,10 @@
  * and one death at any step of anyone (kill -9: its liveness ends, the
  * watchers poke every lock waiter, whose node is freed and who looks at the
  * word again). Every waiter is taken as eligible for a hand-off (in the
- * default mode: a blocking waiter that has waited 1 ms).
+ * default mode: one that has waited 1 ms), but in the loop-* scenarios W1,
+ * a promise waiter asleep since it queued: passed over, and called to come
+ * when another is handed the lock, until it came to try and published its
+ * node again (present).
  *
  * Checked after every step:
  *   - exclusion (I1): at most one actor runs its critical section, and the
@@ -118,6 +121,13 @@ typedef struct {
   uint8_t handed_to; /* actor + 1 whose hand-off was notified, 0: none */
   uint8_t died_any;
   uint8_t fifo;
+  /* W1 is a promise waiter whose loop may be busy: outside the FIFO mode
+   * it is handed the lock only once present (it came to try and published
+   * its node again); asleep since it queued, it is woken to come instead
+   * when another is handed the lock (`call`, its node's seq + 1). */
+  uint8_t loop_w1;
+  uint8_t present_w1;
+  uint8_t call[NA], callseq[NA];
 } st_t;
 
 static unsigned long explored, pruned;
@@ -380,6 +390,8 @@ step(st_t *s, int a)
   }
   case P_PUB:
     s->node[a] = WAITING;
+    if (a == W1)
+      s->present_w1 = 1; /* it came to try: present from now on */
     s->pc[a] = P_CHECK;
     return 1;
   case P_CHECK:
@@ -428,6 +440,7 @@ step(st_t *s, int a)
       }
     s->ncand[a] = n;
     s->k[a] = 0;
+    s->call[a] = 0;
     s->pc[a] = P_REL_NEXT;
     return 1;
   }
@@ -440,6 +453,15 @@ step(st_t *s, int a)
     if (!s->alive[c]) {
       if (s->node[c] == WAITING && s->seq[c] == s->cseq[a][s->k[a]])
         node_free(s, c);
+      s->k[a]++;
+      return 1;
+    }
+    if (c == W1 && s->loop_w1 && !s->present_w1 && !s->fifo) {
+      /* asleep since it queued: passed over, and called to come */
+      if (s->call[a] == 0) {
+        s->call[a] = (uint8_t)(c + 1);
+        s->callseq[a] = s->cseq[a][s->k[a]];
+      }
       s->k[a]++;
       return 1;
     }
@@ -476,6 +498,11 @@ step(st_t *s, int a)
          * pokes at once (a later death pokes through die()). */
         if (!s->alive[c])
           poke(s);
+        /* The promise waiter passed over is called to come (one step with
+         * the hand-off's end: its notify changes nothing of the word). */
+        int w = s->call[a] - 1;
+        if (w >= 0 && s->node[w] == WAITING && s->seq[w] == s->callseq[a])
+          s->node[w] = NOTIFIED;
       }
     } else if (TL_INJECT_BUG == 2) {
       s->k[a]++;
@@ -641,7 +668,8 @@ explore(const st_t *s, int depth)
 }
 
 static int
-run(const char *name, int fifo, int timeouts, int deaths, int barger)
+run(const char *name, int fifo, int timeouts, int deaths, int barger,
+    int loop_w1)
 {
   st_t s;
   memset(&s, 0, sizeof(s));
@@ -651,6 +679,7 @@ run(const char *name, int fifo, int timeouts, int deaths, int barger)
   failures = 0;
   explored = pruned = 0;
   s.fifo = (uint8_t)fifo;
+  s.loop_w1 = (uint8_t)loop_w1;
   s.word = (uint8_t)((H + 1) | WB);
   for (int a = 0; a < NA; a++)
     s.alive[a] = 1;
@@ -687,12 +716,14 @@ main(void)
   int expect_bug = getenv("TL_EXPECT_BUG") != NULL;
   static const struct {
     const char *name;
-    int fifo, timeouts, deaths, barger;
+    int fifo, timeouts, deaths, barger, loop_w1;
   } scenarios[] = {
-    { "handoff-basic", 0, 0, 0, 1 },    { "handoff-timeouts", 0, 1, 0, 1 },
-    { "handoff-death", 0, 0, 1, 1 },    { "handoff-all", 0, 1, 1, 1 },
-    { "fifo-basic", 1, 0, 0, 1 },       { "fifo-timeouts", 1, 1, 0, 1 },
-    { "fifo-death", 1, 0, 1, 1 },       { "fifo-all", 1, 1, 1, 1 },
+    { "handoff-basic", 0, 0, 0, 1, 0 }, { "handoff-timeouts", 0, 1, 0, 1, 0 },
+    { "handoff-death", 0, 0, 1, 1, 0 }, { "handoff-all", 0, 1, 1, 1, 0 },
+    { "loop-basic", 0, 0, 0, 1, 1 },    { "loop-timeouts", 0, 1, 0, 1, 1 },
+    { "loop-death", 0, 0, 1, 1, 1 },    { "loop-all", 0, 1, 1, 1, 1 },
+    { "fifo-basic", 1, 0, 0, 1, 0 },    { "fifo-timeouts", 1, 1, 0, 1, 0 },
+    { "fifo-death", 1, 0, 1, 1, 0 },    { "fifo-all", 1, 1, 1, 1, 0 },
   };
   int failed = 0, caught = 0, ran = 0;
 
@@ -708,7 +739,8 @@ main(void)
       continue;
     ran++;
     int f = run(scenarios[i].name, scenarios[i].fifo, scenarios[i].timeouts,
-                scenarios[i].deaths, scenarios[i].barger);
+                scenarios[i].deaths, scenarios[i].barger,
+                scenarios[i].loop_w1);
     failed += f != 0;
     caught += f != 0;
   }
