@@ -219,14 +219,21 @@ class ShmLock extends SharedSlot {
   // One attempt: whether the previous owner died (taken), or undefined
   // (held by a live thread: #seen holds the value).
   #try (slept) {
+    // In the FIFO mode a request that has not slept hands a free word with
+    // WAITERS on once (I6); found so again, it takes it (two such requests
+    // could pass it between them for ever otherwise).
+    let handedOn = false
     for (;;) {
       const v = load(this.#i32, 0)
       const id = v & ID
       let next
       if (id === 0) {
-        if (this.#fifo && !slept && (v & WAITERS) !== 0) {
+        if (this.#fifo && !slept && (v & WAITERS) !== 0 && !handedOn) {
           // I6: not before the sleepers; taken and released at once.
-          if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+          if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) {
+            handedOn = true
+            native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+          }
           continue
         }
         next = this.#me | (v & WAITERS) | (slept ? WAITERS : 0)
@@ -239,8 +246,11 @@ class ShmLock extends SharedSlot {
         // and the release that wrote it died before it took it back) is
         // free: taken (in the FIFO mode by a request that has not slept:
         // taken and released at once, as a free word with WAITERS).
-        if (this.#fifo && !slept) {
-          if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+        if (this.#fifo && !slept && !handedOn) {
+          if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) {
+            handedOn = true
+            native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+          }
           continue
         }
         next = this.#me | (v & WAITERS)
@@ -393,6 +403,9 @@ class ShmLock extends SharedSlot {
     const deadline = gate.deadlineOf(o.timeout)
     let slept = false
     let ticket = 0
+    // Whether this request has come back from its event loop since it was
+    // made (a wait that was pending ended): then its next sleep is present.
+    let woke = false
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
       const died = this.#try(slept)
@@ -407,8 +420,11 @@ class ShmLock extends SharedSlot {
       let r
       try {
         if (ticket === 0) ticket = native.shmTicket(this.#i32)
-        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes, ticket, present: slept })
-        if (typeof r !== 'number') r = await r
+        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes, ticket, present: woke })
+        if (typeof r !== 'number') {
+          r = await r
+          woke = true
+        }
       } catch (err) {
         this.#passOn()
         throw err

@@ -2295,6 +2295,57 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await exited(w.child)
     })
 
+    it('a promise request asleep since it was made, whose event loop is busy 400 ms, holds up nobody: a blocking waiter of another process is handed the lock meanwhile, while a third process takes and releases it in a loop', async () => {
+      const b = openSharedMemory('busy', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const lock = new threadlock.AsyncLock(b, 0)
+      // A looper takes the lock 2 ms at a time, again at once, until i[5].
+      const looper = await child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('busy', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+        lock.lock()
+        say('holding')
+        setTimeout(() => { for (;;) { spin(2); if (Atomics.load(i, 5) !== 0) break; lock.unlock(); lock.lock() } lock.unlock() }, 0)`, dir)
+      // A blocking waiter that asks once i[6] is set (a wait across
+      // processes); its grant: i[1], its wait in ms: i[12].
+      const w = await child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory('busy', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const lock = new threadlock.AsyncLock(b, 0)
+        say(binding.shmOwnerId(i).toString(16))
+        setTimeout(() => {
+          threadlock.wait(i, 6, 0)
+          const t0 = performance.now()
+          lock.lock()
+          Atomics.store(i, 12, Math.round(performance.now() - t0))
+          Atomics.store(i, 1, 1)
+          lock.unlock()
+        }, 0)`, dir)
+      // This thread's request sleeps at once (the looper holds the lock),
+      // older than the blocking waiter's; then this event loop is busy for
+      // 400 ms, so the request, woken by some release, does not run.
+      let granted = false
+      const p = lock.acquire().then((release) => { granted = true; release() })
+      Atomics.store(i, 6, 1)
+      threadlock.notify(i, 6)
+      const t0 = performance.now()
+      while (performance.now() - t0 < 400);
+      const during = Atomics.load(i, 1)
+      const waited = Atomics.load(i, 12)
+      const word = Atomics.load(i, 0)
+      Atomics.store(i, 5, 1)
+      await p
+      assert.strictEqual(granted, true)
+      await until(() => Atomics.load(i, 1) !== 0, 'the blocking waiter')
+      assert.strictEqual(during, 1, `the blocking waiter was not granted while this event loop was busy (the word then: ${(word >>> 0).toString(16)}, this thread's owner id ${binding.shmOwnerId(i).toString(16)}, the waiter's ${w.line}; it waited ${Atomics.load(i, 12)} ms)`)
+      assert.ok(waited < 300, `it waited ${waited} ms`)
+      for (const k of [looper, w]) k.child.stdin.end()
+      await Promise.all([looper, w].map((k) => exited(k.child)))
+      assert.strictEqual(lock.locked, false)
+    })
+
     it('{ fifo: true }: blocking and promise waiters of 3 processes are granted in the order they came, and nobody barges past them', async () => {
       const b = openSharedMemory('fifo', { path: dir, size: 64 })
       const i = new Int32Array(b)

@@ -688,8 +688,12 @@ tl_shm_ticket(tl_shm_join_t *j)
  *       next candidate is tried; if the word was no longer the handed
  *       value, the waiter found it first and took it up or gave it back
  *       (freeing it and waking another): the release is done either way;
- *   H3. with nobody to hand it to, the word goes from `held` to 0 and the
- *       oldest waiter is woken to compete.
+ *   H3. with nobody to hand it to, the word goes from `held` to WAITERS
+ *       (to 0 when the scan found no node), the oldest waiter is woken to
+ *       compete (found by a scan after the free), and WAITERS is set again
+ *       if that scan found others: a waiter woken may not come for long (a
+ *       busy event loop), and the next holder's release must see the
+ *       others (I2: a waiter asleep on its node has WAITERS on the word).
  * Only the holder changes a held word (others only add WAITERS, which
  * `held` has), so each compare-exchange from `held` fails only when the
  * caller's `held` was stale. */
@@ -762,16 +766,37 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
       return 1;
     }
   }
+  /* H3: freed, with WAITERS kept while the scan found nodes (I2: the one
+   * woken may be a promise waiter whose loop is busy, and the next release
+   * must still look at the others, through this function). */
   v = held;
-  if (!atomic_compare_exchange_strong(w, &v, 0)) {
+  if (!atomic_compare_exchange_strong(w, &v,
+                                      found > 0 ? TL_SHM_LOCK_WAITERS : 0)) {
     free(cand);
     return 2;
   }
+  /* The wake comes from a scan made after the free (the one above came
+   * before it, and a node published since, while the word was still held,
+   * passed its value check: only a scan after the free is sure to see it),
+   * and WAITERS goes back onto the word if that scan found nodes besides
+   * the one it woke (published after the first scan). Without memory for
+   * it, the oldest is woken by one scan and WAITERS set. */
+  size_t again = 0;
+  int64_t woken = 0;
+  if (cand != NULL) {
+    again = tl__candidates(base, offset, 0, cand);
+    woken = tl__notify_some(j, base, cand, again, 1);
+  } else {
+    woken = tl__notify_oldest(j, base, offset);
+    again = 2;
+  }
   free(cand);
-  /* H3: a scan made after the free (the one above came before it, and a
-   * node published since, while the word was still held, passed its value
-   * check: only a scan after the free is sure to see it). */
-  (void)tl__notify(j, base, word, 1, 0);
+  if ((int64_t)again > woken) {
+    v = atomic_load(w);
+    while (!(v & TL_SHM_LOCK_WAITERS) &&
+           !atomic_compare_exchange_weak(w, &v, v | TL_SHM_LOCK_WAITERS))
+      ;
+  }
   return 0;
 }
 

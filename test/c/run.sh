@@ -169,8 +169,11 @@ check_injected interleave "$injections" test/c/interleave.c $core
 #   3  the waiter woken from a scan before the free   (H3)
 #   4  a left grantee's hand-off not free for others  (L7)
 #   5  the grantee frees its node before taking up    (L8)
+#   6  a free leaves WAITERS off while others wait    (H3, I2)
+#   7  a running thread hands a free word on for ever (I6, FIFO)
 handoff_injections="1:handoff-timeouts 2:handoff-basic 3:handoff-death"
 handoff_injections="$handoff_injections 4:handoff-all 5:handoff-basic"
+handoff_injections="$handoff_injections 6:handoff-death 7:fifo-death"
 check_injected shm_handoff "$handoff_injections" test/c/shm_handoff.c
 
 echo "total $(($(date +%s) - start_all))s"

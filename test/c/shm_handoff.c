@@ -54,6 +54,11 @@
  *      to nobody: L7)
  *   5  a woken grantee frees its node before it takes the hand-off up (a
  *      running thread takes it meanwhile: L8)
+ *   6  the release that frees the word leaves WAITERS off although nodes
+ *      other than the one it woke wait (a waiter woken that does not come
+ *      leaves them asleep: H3)
+ *   7  in the FIFO mode a running thread hands a free word with WAITERS on
+ *      as often as it finds one (a livelock with a waiter: I6)
  *
  * Under the sanitizers (test/c/run.sh's tsan and asan builds; the model is
  * one thread, so they check only its own memory) the scenarios with both a
@@ -91,7 +96,8 @@ enum {
   P_REL_TELL,
   P_REL_BACK,
   P_REL_FREE,
-  P_REL_NOTIFY
+  P_REL_NOTIFY,
+  P_REL_MARK
 };
 
 /* The word: owner (actor + 1, 0: none), WAITERS, HANDED, DIED. */
@@ -112,6 +118,7 @@ typedef struct {
   uint8_t held[NA];   /* a release's `held` */
   uint8_t after[NA];  /* where a release returns to */
   uint8_t handon[NA]; /* #try takes the word only to release it (I6) */
+  uint8_t handed_on[NA]; /* it did so once in this try: no more */
   uint8_t cand[NA][NA], cseq[NA][NA], ncand[NA], k[NA];
   uint8_t timeout_left[NA];
   uint8_t grants[NA];
@@ -178,7 +185,7 @@ static const char *pc_names[] = {
   "done",      "dead",       "cs",        "unlock",    "sleep",
   "try",       "trycas",     "setw",      "pub",       "check",
   "leave",     "leavecas",   "rel_scan",  "rel_next",  "rel_hand",
-  "rel_tell",  "rel_back",   "rel_free",  "rel_notify"
+  "rel_tell",  "rel_back",   "rel_free",  "rel_notify", "rel_mark"
 };
 static const char *actor_names[] = { "H", "W1", "W2", "B" };
 
@@ -330,10 +337,13 @@ step(st_t *s, int a)
     s->seen[a] = v;
     s->pokes[a] = s->pokes_all;
     if (o == 0) {
-      if (s->fifo && !slept && (v & WB)) {
-        /* I6: taken and released at once */
+      if (s->fifo && !slept && (v & WB) && !s->handed_on[a]) {
+        /* I6: taken and released at once (once: a second free word with
+         * WAITERS is taken, or two such threads could pass it between
+         * them for ever: bug 7) */
         s->target[a] = me | WB;
         s->handon[a] = 1;
+        s->handed_on[a] = TL_INJECT_BUG != 7;
       } else {
         s->target[a] = me | (v & WB) | (slept ? WB : 0);
         s->handon[a] = 0;
@@ -355,7 +365,9 @@ step(st_t *s, int a)
       s->target[a] = me | (v & WB);
       /* In the FIFO mode a running thread takes it only to release it,
        * as a free word with WAITERS (I6). */
-      s->handon[a] = (uint8_t)(s->fifo && !slept);
+      s->handon[a] = (uint8_t)(s->fifo && !slept && !s->handed_on[a]);
+      if (s->handon[a])
+        s->handed_on[a] = TL_INJECT_BUG != 7;
       s->pc[a] = P_TRYCAS;
     } else if (a == B) {
       s->pc[a] = P_DONE; /* tryLock: held */
@@ -531,7 +543,10 @@ step(st_t *s, int a)
       s->pc[a] = P_DONE;
       return 1;
     }
-    s->word = 0;
+    /* H3: WAITERS kept while the scan found nodes (bug 6: cleared, so a
+     * waiter woken that does not come leaves the others to sleep while
+     * running threads take and release the lock). */
+    s->word = (s->ncand[a] > 0 && TL_INJECT_BUG != 6) ? WB : 0;
     s->pc[a] = (s->held[a] & WB) ? P_REL_NOTIFY : s->after[a];
     return 1;
   case P_REL_NOTIFY:
@@ -545,8 +560,21 @@ step(st_t *s, int a)
         break;
       }
     }
-    if (TL_INJECT_BUG != 3)
+    if (TL_INJECT_BUG != 3) {
       notify_oldest(s);
+      /* H3: others still wait: WAITERS back on the word (next step). */
+      int others = 0;
+      for (int w = W1; w <= W2; w++)
+        others |= s->node[w] == WAITING && s->alive[w];
+      if (others && TL_INJECT_BUG != 6) {
+        s->pc[a] = P_REL_MARK;
+        return 1;
+      }
+    }
+    s->pc[a] = s->after[a];
+    return 1;
+  case P_REL_MARK:
+    s->word |= WB;
     s->pc[a] = s->after[a];
     return 1;
   }
@@ -613,6 +641,16 @@ check(const st_t *s)
     fail(s, "two holders (I1)");
   if ((s->word & HB) && OWN(s->word) == 0)
     fail(s, "HANDED without an owner");
+  /* I2: a live waiter asleep on a waiting node has WAITERS on the word, so
+   * that the next release (whoever holds by then) looks at the nodes;
+   * except while a release is between its free and its notify. */
+  int notifying = 0;
+  for (int a = 0; a < NA; a++)
+    notifying |= s->pc[a] == P_REL_NOTIFY || s->pc[a] == P_REL_MARK;
+  for (int w = W1; w <= W2; w++)
+    if (!notifying && s->alive[w] && s->pc[w] == P_SLEEP &&
+        s->node[w] == WAITING && !(s->word & WB))
+      fail(s, "a waiter asleep while the word has no WAITERS (I2)");
 }
 
 static void
