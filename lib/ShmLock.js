@@ -53,7 +53,11 @@
 //   holds `v | WAITERS` with `v`'s holder alive; a release after that sees
 //   WAITERS and hands the lock to a node or notifies one (the list's value
 //   check covers a release between the sleeper's look and its node: it
-//   returns 'not-equal').
+//   returns 'not-equal'). The word keeps WAITERS while a node sleeps on it
+//   (H3: a free keeps it, and sets it again when its scan after the free
+//   finds others than the one it woke; every taker keeps it), so that a
+//   woken waiter whose event loop does not run for long holds up nobody:
+//   the next release, whoever holds by then, looks at the nodes.
 // - I3 (a woken waiter passes the wake on). A waiter that leaves without the
 //   lock (timeout, abort, its worker's end) wakes another if the word is
 //   free with WAITERS set, and a hand-off to it that it finds is taken up
