@@ -30,8 +30,10 @@
 /* The layout version written in the header. Version 2: waiter nodes carry
  * a kind (promise waiters ring their process's doorbell; lock waiters are
  * poked when an owner dies), and the header page holds the doorbells.
- * Version 3: the last 8 KiB of the header hold the read holds. */
-#define TL_SHM_VERSION 3
+ * Version 3: the last 8 KiB of the header hold the read holds. Version 4:
+ * the header page holds the nodes' high-water mark (shm_wait.c), where the
+ * scans stop: a process of version 3 would not keep it. */
+#define TL_SHM_VERSION 4
 /* Errors of tl_shm_open besides those of error.h. */
 enum {
   TL_SHM_ESIZE = -20,  /* the file exists with another data size */

@@ -93,11 +93,27 @@ _Static_assert(TL_SHM_NODES_AT + TL_SHM_NODES * sizeof(tl_shm_node_t) <=
 
 #define TL_TICKET_AT 512 /* the header page's ticket counter */
 #define TL_POKES_AT 528  /* the header page's poke counter (32 bits) */
+/* The nodes' high-water mark (32 bits): no node at or above it has been
+ * taken since the file was made. Nodes are taken lowest first, so it is
+ * about the most waiters the file has had at once; the scans for waiting
+ * nodes stop there. It never goes down. */
+#define TL_HWM_AT 536
 
 static tl_shm_node_t *
 tl__nodes(char *base)
 {
   return (tl_shm_node_t *)(base + TL_SHM_NODES_AT);
+}
+
+/* Where the scans for waiting or notified nodes stop: a node is counted
+ * in the mark before it leaves FREE (tl__take), so a scan that reads the
+ * mark after a node became WAITING sees it. A mark beyond the nodes (a
+ * file written by hand) is the number of nodes. */
+static uint32_t
+tl__hwm(char *base)
+{
+  uint32_t h = atomic_load((_Atomic uint32_t *)(base + TL_HWM_AT));
+  return h < TL_SHM_NODES ? h : TL_SHM_NODES;
 }
 
 /* Frees a node whose state is still `s` (the seq grows). */
@@ -129,6 +145,11 @@ tl__take(tl_shm_join_t *j, char *base, uint32_t *state)
       if ((s & 3) == TL_NODE_FREE) {
         uint32_t busy = (s & ~3u) | TL_NODE_BUSY;
         if (atomic_compare_exchange_strong(&n->state, &s, busy)) {
+          /* Counted in the mark before it is published (tl__hwm). */
+          _Atomic uint32_t *hwm = (_Atomic uint32_t *)(base + TL_HWM_AT);
+          uint32_t h = atomic_load(hwm);
+          while (h < i + 1 && !atomic_compare_exchange_weak(hwm, &h, i + 1))
+            ;
           *state = busy;
           return n;
         }
@@ -431,7 +452,8 @@ tl_shm_poke(tl_shm_join_t *j)
    * nodes. */
   atomic_fetch_add(tl__pokes(base), 1);
   atomic_thread_fence(memory_order_seq_cst);
-  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+  uint32_t end = tl__hwm(base);
+  for (uint32_t i = 0; i < end; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
     if ((s & 3) != TL_NODE_WAITING && (s & 3) != TL_NODE_NOTIFIED)
@@ -482,7 +504,8 @@ tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
   ids[count++] = holder;
-  for (uint32_t i = 0; i < TL_SHM_NODES && count <= TL_SHM_SLOTS; i++) {
+  uint32_t end = tl__hwm(base);
+  for (uint32_t i = 0; i < end && count <= TL_SHM_SLOTS; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
     if ((s & 3) == TL_NODE_FREE || atomic_load(&n->offset) != offset)
@@ -539,7 +562,8 @@ tl__candidates(char *base, uint64_t offset, uint32_t only, tl_cand_t *cand)
   tl_shm_node_t *nodes = tl__nodes(base);
   size_t found = 0;
 
-  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+  uint32_t end = tl__hwm(base);
+  for (uint32_t i = 0; i < end; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
     if ((s & 3) != TL_NODE_WAITING || atomic_load(&n->offset) != offset)
@@ -620,7 +644,8 @@ tl__notify_oldest(tl_shm_join_t *j, char *base, uint64_t offset)
   for (int tries = 0; tries < 8; tries++) {
     tl_cand_t best = { 0 };
     int have = 0;
-    for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+    uint32_t end = tl__hwm(base);
+    for (uint32_t i = 0; i < end; i++) {
       tl_shm_node_t *n = &nodes[i];
       uint32_t s = atomic_load(&n->state);
       if ((s & 3) != TL_NODE_WAITING || atomic_load(&n->offset) != offset)
@@ -808,7 +833,8 @@ tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word, uint32_t owner)
 
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
-  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+  uint32_t end = tl__hwm(base);
+  for (uint32_t i = 0; i < end; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
     if (((s & 3) == TL_NODE_WAITING || (s & 3) == TL_NODE_NOTIFIED) &&
@@ -843,7 +869,8 @@ tl_shm_waiters(tl_shm_join_t *j, char *base, const void *word)
 
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
-  for (uint32_t i = 0; i < TL_SHM_NODES; i++) {
+  uint32_t end = tl__hwm(base);
+  for (uint32_t i = 0; i < end; i++) {
     tl_shm_node_t *n = &nodes[i];
     uint32_t s = atomic_load(&n->state);
     if ((s & 3) == TL_NODE_WAITING && atomic_load(&n->offset) == offset &&
