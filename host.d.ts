@@ -243,8 +243,8 @@ export interface SharedMemoryOptions {
  * the directory `options.path`, mapped shared: every process of the host
  * that opens the same name there sees the same memory (Node.js 22 and
  * later, Linux). threadlock's wait, notify, waitAsync and primitives work
- * on it across processes; an AsyncLock with `{ fifo: true }` refuses such a
- * buffer (TypeError, code `ENOTSUP`).
+ * on it across processes (an AsyncLock also with `{ fifo: true }`); what
+ * differs from threads is listed in docs/api.md.
  *
  * @throws {RangeError} for an existing name of another size
  * @throws {@link HostError} `ENOTSUP` on Node.js 20 and on platforms other
