@@ -2325,13 +2325,15 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         }, 0)`, dir)
       // This thread's request sleeps at once (the looper holds the lock),
       // older than the blocking waiter's; then this event loop is busy for
-      // 400 ms, so the request, woken by some release, does not run.
+      // 400 ms (2 s under qemu-user, where a process wakes slowly), so the
+      // request, woken by some release, does not run.
+      const BUSY = process.env.THREADLOCK_TEST_QEMU ? 2000 : 400
       let granted = false
       const p = lock.acquire().then((release) => { granted = true; release() })
       Atomics.store(i, 6, 1)
       threadlock.notify(i, 6)
       const t0 = performance.now()
-      while (performance.now() - t0 < 400);
+      while (performance.now() - t0 < BUSY);
       const during = Atomics.load(i, 1)
       const waited = Atomics.load(i, 12)
       const word = Atomics.load(i, 0)
@@ -2340,7 +2342,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       assert.strictEqual(granted, true)
       await until(() => Atomics.load(i, 1) !== 0, 'the blocking waiter')
       assert.strictEqual(during, 1, `the blocking waiter was not granted while this event loop was busy (the word then: ${(word >>> 0).toString(16)}, this thread's owner id ${binding.shmOwnerId(i).toString(16)}, the waiter's ${w.line}; it waited ${Atomics.load(i, 12)} ms)`)
-      assert.ok(waited < 300, `it waited ${waited} ms`)
+      assert.ok(waited < BUSY * 0.75, `it waited ${waited} ms`)
       for (const k of [looper, w]) k.child.stdin.end()
       await Promise.all([looper, w].map((k) => exited(k.child)))
       assert.strictEqual(lock.locked, false)
@@ -2406,8 +2408,11 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
 
     // This thread's promise request in the FIFO mode, behind a child that
-    // holds the lock 300 ms and a second child that queues after it; the
-    // child's environment gets `env`. Returns what the test needs.
+    // holds the lock until told (a line on its stdin; its environment gets
+    // `env`) and a second child that queues after it. Returns once the
+    // holder's release has handed the lock to this thread's request, this
+    // event loop kept busy meanwhile (no timing: under qemu a node process
+    // takes seconds to start).
     async function handedHere (name, env) {
       const b = openSharedMemory(name, { path: dir, size: 64 })
       const i = new Int32Array(b)
@@ -2416,22 +2421,26 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       Object.assign(process.env, env)
       let holder
       try {
-        holder = await waiter(name, 3, { options: ', { fifo: true }', hold: 300 })
+        holder = await child(`const threadlock = require(${INDEX})
+          const lock = new threadlock.AsyncLock(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }), 0, { fifo: true })
+          lock.lock()
+          process.stdin.on('data', () => { lock.unlock() })
+          say('holding')`, dir)
       } finally {
         for (const k of Object.keys(env)) { if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k] }
       }
-      await until(() => Atomics.load(i, 4) !== 0, 'the child to hold')
       const ac = new AbortController()
       const state = { settled: null }
       lock.acquire({ signal: ac.signal }).then((r) => { state.settled = 'granted'; r() }, (e) => { state.settled = e.name })
       await until(() => lock.waiting === 1, 'this request to sleep')
       const second = await waiter(name, 0, { options: ', { fifo: true }' })
       await until(() => lock.waiting === 2, 'the second waiter to sleep')
-      // Busy until the holder's release has handed the lock to this
+      // The release, then busy until it has handed the lock to this
       // thread's request (its id with HANDED in the word).
+      holder.child.stdin.write('u\n')
       const me = binding.shmOwnerId(i)
       const t0 = performance.now()
-      while ((Atomics.load(i, 0) & (ID | HANDED)) !== (me | HANDED) && performance.now() - t0 < 5000);
+      while ((Atomics.load(i, 0) & (ID | HANDED)) !== (me | HANDED) && performance.now() - t0 < 20000);
       assert.ok(Atomics.load(i, 0) & HANDED, 'handed to this thread')
       return { i, lock, ac, state, kids: [holder, second] }
     }
