@@ -64,10 +64,12 @@
 //   and released again (#passOn), so that the next waiter gets it; a
 //   promise waiter's env does so at its end (binding_shm.c: a poke).
 // - I4 (owner death wakes the sleepers). Before it sleeps, a waiter has
-//   this process watch the holder's process (for a handed word: the
-//   grantee's) and those of the word's other waiters (a thread blocked on
+//   this process watch every other process that has the file open: the
+//   holder's (for a handed word: the grantee's), the word's other waiters',
+//   and any that may barge and die inside its release (a thread blocked on
 //   each one's liveness byte, shm_owners.c, which sees the death also when
-//   the slot is claimed again before it blocks),
+//   the slot is claimed again before it blocks; a process that opens the
+//   file later pokes it on arrival, so that the sleepers watch it too),
 //   then looks at the holder's liveness once more (a death before the
 //   watch is seen there, one after it is the watcher's), having read the
 //   file's poke counter before its first look (a poke whose scan missed

@@ -44,8 +44,10 @@
 //   withdrawal after that sees WAITERS and notifies every sleeper; a
 //   reader's leaving clears DRAINING (shm_rw.c, R2) and wakes the
 //   writer.
-// - W3 (owner death). Waiters watch the writer's process and the readers'
-//   processes (a thread blocked on each one's liveness byte), having read
+// - W3 (owner death). Waiters watch every other process of the file, the
+//   writer's and the readers' among them (a thread blocked on each one's
+//   liveness byte; a process that opens the file later pokes it on
+//   arrival, so that they watch it too), having read
 //   the file's poke counter before they looked: a death pokes them and they
 //   look again. A dead writer's id is taken over (DIED); dead readers'
 //   records count for nobody and are emptied (DIED).

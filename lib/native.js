@@ -125,6 +125,8 @@ module.exports = {
   shmTicket: answered(binding.shmTicket, 'shmTicket'),
   shmLockRelease: answered(binding.shmLockRelease, 'shmLockRelease'),
   shmHasNode: answered(binding.shmHasNode, 'shmHasNode'),
+  shmSemReserved: answered(binding.shmSemReserved, 'shmSemReserved'),
+  shmWaitReserve: answered(binding.shmWaitReserve, 'shmWaitReserve'),
   // Read holds of RWLocks on shared memory (lib/ShmRWLock.js).
   shmReadEnter: answered(binding.shmReadEnter, 'shmReadEnter'),
   shmReadLeave: answered(binding.shmReadLeave, 'shmReadLeave'),

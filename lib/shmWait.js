@@ -28,7 +28,7 @@ const { atDeadline } = require('./timer')
 const { abortError } = require('./errors')
 
 const { RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT } = native.constants
-const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF, KIND_PRESENT } = native.shmConstants || {}
+const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF, KIND_PRESENT, KIND_RESERVE } = native.shmConstants || {}
 
 
 const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out', [POKED]: 'poked', [ACCEPTED]: 'accepted' }
@@ -56,11 +56,15 @@ function poll () {
  * @param {number} index
  * @param {number | bigint} value
  * @param {{ timeout: number, ref: boolean, signal?: AbortSignal,
- *   pokes?: number, ticket?: number, present?: boolean }} o `pokes` (lock
- *   waiters only): the file's poke counter read before the waiter looked at
- *   the holder (native.shmPokes); a poke since then, or while it waits,
- *   resolves 'poked'; `ticket` (lock waiters): the request's
- *   (native.shmTicket); `present`: it has come to try since it queued
+ *   pokes?: number, ticket?: number, present?: boolean, reserve?: number }} o
+ *   `pokes` (lock waiters only): the file's poke counter read before the
+ *   waiter looked at the holder (native.shmPokes); a poke since then, or
+ *   while it waits, resolves 'poked'; `ticket` (lock waiters): the
+ *   request's (native.shmTicket); `present`: it has come to try since it
+ *   queued; `reserve` (a Semaphore request, lib/ShmSemaphore.js): the
+ *   permits it needs: it reserves the word (`value` must have too few and
+ *   RESERVED clear) and resolves 'accepted' once it took them, 'ok' if the
+ *   reservation was lost
  */
 function waitAsync (ta, index, value, o) {
   // A signal aborted already: a lock's promise request may come back here
@@ -77,8 +81,9 @@ function waitAsync (ta, index, value, o) {
   // `present`: it came to try and sleeps again (a release may hand it the
   // lock once it has waited 1 ms).
   const handoff = lock && o.ticket !== undefined && o.ticket !== 0
-  const kind = !lock ? 0 : !handoff ? KIND_LOCK : KIND_LOCK | KIND_HANDOFF | (o.present ? KIND_PRESENT : 0)
-  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, handoff ? o.ticket : 0)
+  const reserve = o.reserve !== undefined
+  const kind = reserve ? KIND_RESERVE : !lock ? 0 : !handoff ? KIND_LOCK : KIND_LOCK | KIND_HANDOFF | (o.present ? KIND_PRESENT : 0)
+  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, reserve ? o.reserve : handoff ? o.ticket : 0)
   if (r < 16) return r
   const token = r
   return new Promise((resolve, reject) => {

@@ -112,7 +112,8 @@ function next (c) {
 // owner id, offset, ticket, kind), and the children's threads' states.
 function fileState (dir, name, kids = []) {
   const f = fs.readFileSync(path.join(dir, `${name}.shm`))
-  const out = [`data: ${Array.from({ length: 6 }, (_, k) => (f.readUInt32LE(HEADER + 4 * k)).toString(16)).join(' ')}`]
+  const words = Math.min(24, Math.floor((f.length - HEADER) / 4))
+  const out = [`data: ${Array.from({ length: words }, (_, k) => (f.readUInt32LE(HEADER + 4 * k)).toString(16)).join(' ')}`]
   for (let k = 0; (4096 + 32 * (k + 1)) <= HEADER - 512 * 16; k++) {
     const at = 4096 + 32 * k
     const st = f.readUInt32LE(at)
@@ -1636,6 +1637,215 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('Semaphore across processes: a releaser killed inside its release', () => {
+    // The releasing process gives the permit back (its compare-exchange)
+    // and is killed before its notify (THREADLOCK_SHM_TEST_RELEASE_DELAY_MS):
+    // the sleepers of every process still get the permit, whether the
+    // releaser had the file open before they slept or opened it after.
+    for (const when of ['before', 'after']) {
+      it(`opened ${when} the waiters slept: a blocking waiter of another process and a promise waiter here get the permit`, async () => {
+        const name = `sd-${when}`
+        const b = openSharedMemory(name, { path: dir, size: 64 })
+        const sem = new threadlock.Semaphore(0, b, 0)
+        const kids = []
+        const releaser = () => new Promise((resolve, reject) => {
+          const c = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX})
+            const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory(${JSON.stringify(name)}, { path: ${JSON.stringify(dir)}, size: 64 }), byteOffset: 0 })
+            console.log('open')
+            process.stdin.once('data', () => { console.log('releasing'); sem.release(1); console.log('released') })`],
+          { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_RELEASE_DELAY_MS: '20000' } })
+          const out = { text: '' }
+          c.stdout.on('data', (d) => { out.text += d })
+          c.once('error', reject)
+          until(() => out.text === 'open\n', 'the releaser').then(() => resolve({ child: c, out }), reject)
+        })
+        try {
+          let r
+          if (when === 'before') kids.push(r = await releaser())
+          const w = await child(`const threadlock = require(${INDEX})
+            const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }), byteOffset: 0 })
+            say('waiting'); sem.acquireSync(1, { timeout: 30000 }); say('got'); sem.release(1)`, dir)
+          kids.push(w)
+          const mine = sem.acquire(1, { timeout: 30000 })
+          await until(() => sem.waiting === 2, 'the two waiters')
+          if (when === 'after') kids.push(r = await releaser())
+          r.child.stdin.write('r\n')
+          await until(() => r.out.text === 'open\nreleasing\n' && sem.value === 1, 'the permit back, the notify not made')
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          assert.strictEqual(r.out.text, 'open\nreleasing\n')
+          const said = next(w.child)
+          r.child.kill('SIGKILL')
+          await exited(r.child)
+          // One of the two gets the permit, and gives it to the other.
+          const release = await mine
+          release()
+          assert.strictEqual(await said, 'got')
+          await until(() => sem.value === 1 && sem.waiting === 0, 'the permit back')
+        } finally {
+          for (const k of kids) if (k.child.exitCode === null && k.child.signalCode === null) k.child.kill('SIGKILL')
+          await Promise.all(kids.map((k) => exited(k.child)))
+        }
+      })
+    }
+  })
+
+  describe('Semaphore across processes: a request that has waited 1 ms is served first (RESERVED)', () => {
+    const RESERVED = 1 << 30
+    const semIn = (name) => `const threadlock = require(${INDEX})
+      const i = new Int32Array(host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }))
+      const sem = threadlock.Semaphore.from({ type: 'Semaphore', buffer: i.buffer, byteOffset: 0 })
+      const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }`
+    // A process that takes one permit, holds it 0.2 ms and gives it back,
+    // again and again until word 2 is set (a blocking or a promise loop),
+    // counting its turns in word 4 + k; it says 'ready' once it runs.
+    const churner = (name, k, form) => child(`${semIn(name)}
+      async function main () {
+        say('ready')
+        while (Atomics.load(i, 2) === 0) {
+          ${form === 'sync' ? 'sem.acquireSync(); spin(0.2); sem.release()' : 'const r = await sem.acquire(); spin(0.2); r()'}
+          Atomics.add(i, 4 + ${k}, 1)
+        }
+      }
+      main()`, dir)
+
+    for (const form of ['sync', 'async']) {
+      it(`a ${form === 'sync' ? 'blocking acquireSync(4)' : 'promise acquire(4)'} of 4 permits is granted while 3 processes keep taking one each`, async () => {
+        const name = `sr-${form}`
+        const b = openSharedMemory(name, { path: dir, size: 64 })
+        const sem = new threadlock.Semaphore(4, b, 0)
+        const i = new Int32Array(b)
+        const kids = []
+        try {
+          for (let k = 0; k < 3; k++) kids.push(await churner(name, k, k === 1 ? 'async' : 'sync'))
+          // The churners run (each has made turns) before the large request.
+          await until(() => [0, 1, 2].every((k) => Atomics.load(i, 4 + k) > 50), 'the churners', 10000)
+          const big = await child(`${semIn(name)}
+            const t0 = performance.now()
+            ${form === 'sync'
+              ? "sem.acquireSync(4, { timeout: 20000 }); say('got ' + (performance.now() - t0).toFixed(1)); sem.release(4)"
+              : "sem.acquire(4, { timeout: 20000 }).then((r) => { say('got ' + (performance.now() - t0).toFixed(1)); r() }, (e) => say(e.code))"}`, dir)
+          kids.push(big)
+          assert.match(big.line, /^got /, `the request for 4 permits: ${big.line}`)
+          const waited = Number(big.line.slice(4))
+          assert.ok(waited < 2000, `the request for 4 permits waited ${waited} ms`)
+          // The churners go on after it.
+          const turns = [0, 1, 2].map((k) => Atomics.load(i, 4 + k))
+          await until(() => [0, 1, 2].every((k) => Atomics.load(i, 4 + k) > turns[k] + 20), 'the churners after the grant', 10000)
+        } finally {
+          Atomics.store(i, 2, 1)
+          for (const k of kids) k.child.stdin.end()
+          await Promise.all(kids.map((k) => exited(k.child)))
+        }
+        assert.strictEqual(sem.value, 4)
+        assert.strictEqual(Atomics.load(i, 0) & (RESERVED | (1 << 29)), 0, 'RESERVED or WAITERS left on the word')
+      })
+    }
+
+    // A request for 2 of 2 permits reserves (it has waited 1 ms, and a
+    // release woke it with 1); another process's request for one permit
+    // then sleeps behind it although a permit is free. `reserver()` starts
+    // the request (in a child, pushed to `kids`).
+    const reserving = async (name, kids, reserver) => {
+      const b = openSharedMemory(name, { path: dir, size: 64 })
+      const sem = new threadlock.Semaphore(2, b, 0)
+      const i = new Int32Array(b)
+      sem.acquireSync(2)
+      const r = await reserver()
+      kids.push(r)
+      await until(() => sem.waiting === 1, 'the request for 2')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      sem.release(1) // wakes it with 1 of its 2: it reserves
+      await until(() => (Atomics.load(i, 0) & RESERVED) !== 0, 'RESERVED on the word')
+      assert.strictEqual(sem.value, 1)
+      assert.strictEqual(sem.tryAcquire(), false, 'a free permit was taken past the reservation')
+      const behind = await child(`${semIn(name)}
+        say('asking'); sem.acquireSync(1, { timeout: 20000 }); say('got')`, dir)
+      kids.push(behind)
+      await until(() => sem.waiting === 2, 'the request behind the reservation')
+      const got = next(behind.child)
+      const gotLine = got.then(() => 'got')
+      assert.strictEqual(await Promise.race([gotLine, new Promise((resolve) => setTimeout(() => resolve('waits'), 300))]), 'waits',
+        'the request for 1 permit went past the reservation')
+      return { sem, i, r, behind, got }
+    }
+    // Ends the children (one still blocked after a failure is killed).
+    const end = async (kids) => {
+      for (const k of kids) if (k.child.exitCode === null && k.child.signalCode === null) k.child.kill('SIGKILL')
+      await Promise.all(kids.map((k) => exited(k.child)))
+    }
+
+    it('the reserving request is granted first when the permits come back, then the request behind it (blocking and promise)', async () => {
+      for (const form of ['sync', 'async']) {
+        const kids = []
+        try {
+          const { sem, i, r, got } = await reserving(`sv-${form}`, kids, () => child(`${semIn(`sv-${form}`)}
+            ${form === 'sync'
+              ? "say('asking'); sem.acquireSync(2, { timeout: 20000 }); say('got 2')"
+              : "say('asking'); sem.acquire(2, { timeout: 20000 }).then(() => say('got 2'))"}
+            process.stdin.once('data', () => { sem.release(2); say('released') })`, dir))
+          const said = next(r.child)
+          sem.release(1)
+          assert.strictEqual(await said, 'got 2', form)
+          // The request behind it, woken too (waited 1 ms), may reserve
+          // the word now: it is served first next.
+          const released = next(r.child)
+          r.child.stdin.write('r\n')
+          assert.strictEqual(await released, 'released')
+          assert.strictEqual(await got, 'got')
+          await until(() => sem.value === 1 && sem.waiting === 0, 'the permits back')
+          assert.strictEqual(Atomics.load(i, 0) & RESERVED, 0)
+        } finally {
+          await end(kids)
+        }
+      }
+    })
+
+    it('a reserving process killed (kill -9): the request behind it takes the free permit at once (the orphan RESERVED is cleared)', async () => {
+      for (const form of ['sync', 'async']) {
+        const kids = []
+        try {
+          const { sem, i, r, got } = await reserving(`so-${form}`, kids, () => child(`${semIn(`so-${form}`)}
+            say('asking'); ${form === 'sync' ? 'sem.acquireSync(2)' : 'sem.acquire(2)'}`, dir))
+          r.child.kill('SIGKILL')
+          await exited(r.child)
+          assert.strictEqual(await got, 'got', form) // no release came
+          assert.strictEqual(Atomics.load(i, 0) & RESERVED, 0)
+          assert.strictEqual(sem.value, 0)
+          assert.strictEqual(sem.waiting, 0)
+        } finally {
+          await end(kids)
+        }
+      }
+    })
+
+    it('a reserving request that times out, is aborted, or whose worker is terminated gives the reservation up: the request behind it goes on', async () => {
+      for (const how of ['timeout', 'abort', 'terminate-sync', 'terminate-async']) {
+        const kids = []
+        try {
+          const { sem, i, r, got } = await reserving(`sg-${how}`, kids, () => child(`${semIn(`sg-${how}`)}
+            const { Worker } = require('worker_threads')
+            const ac = new AbortController()
+            ${{
+              timeout: "say('asking'); sem.acquire(2, { timeout: 600 }).catch((e) => say(e.code))",
+              abort: "say('asking'); sem.acquire(2, { signal: ac.signal }).catch((e) => say(e.name)); process.stdin.once('data', () => ac.abort())",
+              'terminate-sync': `const w = new Worker('const t = require(' + ${JSON.stringify(INDEX)} + '); t.Semaphore.from(require("worker_threads").workerData).acquireSync(2)', { eval: true, workerData: sem.handle })
+                say('asking'); process.stdin.once('data', () => w.terminate().then(() => say('terminated')))`,
+              'terminate-async': `const w = new Worker('const t = require(' + ${JSON.stringify(INDEX)} + '); t.Semaphore.from(require("worker_threads").workerData).acquire(2)', { eval: true, workerData: sem.handle })
+                say('asking'); process.stdin.once('data', () => w.terminate().then(() => say('terminated')))`
+            }[how]}`, dir))
+          const said = next(r.child)
+          if (how !== 'timeout') r.child.stdin.write('go\n')
+          assert.strictEqual(await said, { timeout: 'ETIMEDOUT', abort: 'AbortError' }[how] || 'terminated', how)
+          assert.strictEqual(await got, 'got', how) // no release came
+          assert.strictEqual(Atomics.load(i, 0) & RESERVED, 0, how)
+          assert.strictEqual(sem.value, 0, how)
+        } finally {
+          await end(kids)
+        }
+      }
+    })
+  })
+
   describe('Barrier and CountDownLatch across processes', () => {
 
     it('Barrier: 4 processes x 30 phases (blocking and promise forms), nobody passes a phase before all arrived, one true per phase', async () => {
@@ -2150,9 +2360,10 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     it('kill -9 at random moments among 4 processes reading and writing: exclusion stays exact, survivors go on, ownerDied is seen after each death of a holder', async function () {
       // i[1]: writes; i[2]: the writer inside (its slot + 1); i[8 + slot]:
       // readers inside of the process in that slot; i[4]: violations;
-      // i[6]: stop; i[7]: ownerDied seen by writers.
+      // i[6]: stop; i[7]: ownerDied seen by writers; i[16 + slot]: what
+      // the process in that slot does (for a failure's message).
       const body = (slot) => `const threadlock = require(${INDEX})
-        const b = host.openSharedMemory('rk', { path: dir, size: 64 })
+        const b = host.openSharedMemory('rk', { path: dir, size: 128 })
         const i = new Int32Array(b)
         const rw = new threadlock.RWLock(b, 0)
         say('ready')
@@ -2160,27 +2371,33 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         const readers = () => { let n = 0; for (let k = 8; k < 12; k++) n += Atomics.load(i, k); return n }
         async function main () {
           for (let n = 0; Atomics.load(i, 6) === 0; n++) {
+            const at = (k) => Atomics.store(i, ${16 + slot}, n * 16 + k)
             if (n % 3 === 0) {
+              at(n % 2 ? 1 : 2)
               const died = n % 2 ? (await rw.acquireWrite()).ownerDied : rw.acquireWriteSync()
+              at(3)
               if (died) Atomics.add(i, 7, 1)
               if (Atomics.compareExchange(i, 2, 0, ${slot + 1}) !== 0 || readers() !== 0) Atomics.add(i, 4, 1)
               const v = i[1]; spin(1); i[1] = v + 1
               Atomics.store(i, 2, 0)
               rw.releaseWrite()
             } else {
+              at(n % 2 ? 4 : 5)
               const r = n % 2 ? await rw.acquireRead() : (rw.acquireReadSync(), () => rw.releaseRead())
+              at(6)
               Atomics.add(i, ${8 + slot}, 1)
               if (Atomics.load(i, 2) !== 0) Atomics.add(i, 4, 1)
               spin(1)
               Atomics.sub(i, ${8 + slot}, 1)
               r()
             }
+            at(7)
             await new Promise((resolve) => setTimeout(resolve, 1))
           }
           say('done')
         }
         main()`
-      const b = openSharedMemory('rk', { path: dir, size: 64 })
+      const b = openSharedMemory('rk', { path: dir, size: 128 })
       const i = new Int32Array(b)
       const rw = new threadlock.RWLock(b, 0)
       let killedHolding = 0

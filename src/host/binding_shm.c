@@ -108,6 +108,10 @@ tl_napi_shm_open(napi_env env, napi_callback_info info)
   m = tl_shm_open(dir, file, (uint64_t)size, &found, &e);
   if (m == NULL)
     return tl__shm_error(env, &e, found);
+  /* This process's arrival in the file: the lock waiters asleep before it
+   * came look again, and watch it too (tl_shm_watch_word). */
+  if (tl_shm_announce(tl_shm_join_of(m)))
+    tl_shm_poke(tl_shm_join_of(m));
   s = node_api_create_external_sharedarraybuffer(env, tl_shm_data(m),
                                                  (size_t)tl_shm_size(m),
                                                  tl__shm_finalize, m, &result);
@@ -447,15 +451,18 @@ tl_napi_shm_count(napi_env env, napi_callback_info info)
  * - Lock order: the process lock (the helper, in `ring`) before
  *   tl__async_lock; nothing under tl__async_lock takes another lock. */
 typedef struct tl_shm_async_s {
-  /* Immutable. */
+  /* Immutable (`waiting` changes on the env's thread only, when a
+   * reserving Semaphore request sleeps again on its node). */
   uint32_t token;
   tl_shm_join_t *join; /* referenced */
   uint32_t index, waiting;
   int ref;
   int kind;
   /* A hand-off waiter's lock word (kind HANDOFF), taken up when its node
-   * is found notified (shm_wait.c, L8); NULL otherwise. Its mapping lives
-   * while the request does (lib/ShmLock.js holds the typed array). */
+   * is found notified (shm_wait.c, L8), or a reserving Semaphore
+   * request's word (kind RESERVE), whose permits it takes the same way;
+   * NULL otherwise. Its mapping lives while the request does
+   * (lib/ShmLock.js and lib/ShmSemaphore.js hold the typed array). */
   void *word;
   /* The env's thread only. */
   struct tl_shm_async_s *next;
@@ -629,8 +636,12 @@ tl__shm_env_end(void *arg)
     tl_shm_async_t *a = e->pending;
     /* A hand-off is not taken up by a thread that ends (NULL): its id
      * dies, and the word is taken over without DIED (it never ran). */
-    int r = tl_shm_async_cancel(a->join, a->index, a->waiting, NULL);
-    if (r == 0 && (a->kind & TL_SHM_KIND_LOCK))
+    int r = tl_shm_async_cancel(a->join, a->index, a->waiting, NULL, a->kind);
+    /* A reserving Semaphore request leaves RESERVED on the word (its
+     * mapping may be gone): the poke has its waiters clear it as an
+     * orphan (lib/ShmSemaphore.js, S8). */
+    if ((r == 0 && (a->kind & TL_SHM_KIND_LOCK)) ||
+        (a->kind & TL_SHM_KIND_RESERVE))
       tl_shm_poke(a->join);
     tl__shm_async_forget(e, a, 1);
   }
@@ -760,8 +771,8 @@ tl__shm_ticket_arg(napi_env env, napi_value arg, uint64_t *ticket)
 /* shmWaitAsync(typedArray, index, value, ref, kind, pokes, ticket) -> a
  * result code (OK, NOT_EQUAL, POKED), or a token (>= 16) of a waiter now
  * in the file. `pokes`: the file's poke counter as a lock waiter read it
- * (shmPokes), else anything; `ticket`: a lock request's (shmTicket), else
- * 0. */
+ * (shmPokes), else anything; `ticket`: a lock request's (shmTicket), a
+ * reserving Semaphore request's need (kind RESERVE), else 0. */
 static napi_value
 tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
 {
@@ -825,7 +836,7 @@ tl_napi_shm_wait_async(napi_env env, napi_callback_info info)
   a->join = j;
   a->ref = ref;
   a->kind = kind;
-  a->word = (kind & TL_SHM_KIND_HANDOFF) ? addr : NULL;
+  a->word = (kind & (TL_SHM_KIND_HANDOFF | TL_SHM_KIND_RESERVE)) ? addr : NULL;
   a->token = e->tokens++;
   if (e->tokens < 16)
     e->tokens = 16;
@@ -853,7 +864,7 @@ tl_napi_shm_async_take(napi_env env, napi_callback_info info)
     return r;
   for (tl_shm_async_t *a = e->pending, *next; a != NULL; a = next) {
     next = a->next;
-    int d = tl_shm_async_done(a->join, a->index, a->waiting, a->word);
+    int d = tl_shm_async_done(a->join, a->index, &a->waiting, a->word, a->kind);
     if (d == 0)
       continue;
     TL_NAPI_CALL(env, napi_create_uint32(env, a->token, &v));
@@ -886,7 +897,8 @@ tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
     for (tl_shm_async_t *a = e->pending; a != NULL; a = a->next) {
       if (a->token != token)
         continue;
-      int r = tl_shm_async_cancel(a->join, a->index, a->waiting, a->word);
+      int r =
+          tl_shm_async_cancel(a->join, a->index, a->waiting, a->word, a->kind);
       tl__shm_async_forget(e, a, 0);
       return tl__shm_result(env, r);
     }
@@ -970,6 +982,70 @@ tl_napi_shm_has_node(napi_env env, napi_callback_info info)
     return tl__shm_result(env, h);
   TL_NAPI_CALL(env, napi_get_boolean(env, h == 1, &r));
   return r;
+}
+
+/* shmSemReserved(int32Array, index) -> whether a live reserving request
+ * has a node on the Semaphore word (shm_wait.c): RESERVED without one is
+ * an orphan. */
+static napi_value
+tl_napi_shm_sem_reserved(napi_env env, napi_callback_info info)
+{
+  napi_value argv[3], r;
+  void *addr;
+  int width;
+  int64_t ignored;
+  tl_shm_join_t *j;
+  char *base;
+
+  TL_GET_ARGS(env, info, 2, argv);
+  argv[2] = argv[1]; /* no expected value: the index stands in */
+  if (tl__shm_element(env, argv, &addr, &width, &ignored, &j, &base) != 0)
+    return NULL;
+  int h = tl_shm_sem_reserved(j, base, addr);
+  if (h < 0)
+    return tl__shm_result(env, h);
+  TL_NAPI_CALL(env, napi_get_boolean(env, h == 1, &r));
+  return r;
+}
+
+/* shmWaitReserve(int32Array, index, value, need, timeout) -> ACCEPTED
+ * (the permits taken), NOT_EQUAL, OK (the reservation was lost: compete
+ * again), TIMED_OUT or INTERRUPTED: a blocking Semaphore request that
+ * reserves the word (shm_wait.c, tl_shm_wait_reserve). */
+static napi_value
+tl_napi_shm_wait_reserve(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5];
+  void *addr;
+  int width;
+  int64_t expected;
+  uint32_t need;
+  double timeout;
+  tl_shm_join_t *j;
+  tl_host_stop_t stop;
+  tl_probe_t probe;
+  char *base;
+  uint32_t id;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  if (tl__shm_element(env, argv, &addr, &width, &expected, &j, &base) != 0)
+    return NULL;
+  TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[3], &need));
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[4], &timeout));
+  if (width != 4) {
+    napi_throw_type_error(env, NULL, "a Semaphore word must be an Int32Array");
+    return NULL;
+  }
+  if (tl__shm_thread_id(env, j, &id) != 0)
+    return NULL;
+  tl__probe_init(tl__env(env), &probe);
+  stop.fn = probe.fn;
+  stop.data = probe.data;
+  stop.slice_ms = (int64_t)(probe.slice_ns / 1000000u);
+  if (stop.slice_ms < 1)
+    stop.slice_ms = 1;
+  return tl__shm_result(env, tl_shm_wait_reserve(j, base, addr, expected, need,
+                                                 timeout, id, &stop));
 }
 
 /* shmLockRelease(int32Array, index, held, fifo) -> 1 (handed to a
@@ -1163,6 +1239,8 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmTicket", tl_napi_shm_ticket },
     { "shmLockRelease", tl_napi_shm_lock_release },
     { "shmHasNode", tl_napi_shm_has_node },
+    { "shmSemReserved", tl_napi_shm_sem_reserved },
+    { "shmWaitReserve", tl_napi_shm_wait_reserve },
     { "shmReadEnter", tl_napi_shm_read_enter },
     { "shmReadLeave", tl_napi_shm_read_leave },
     { "shmReadHolds", tl_napi_shm_read_holds },
@@ -1178,6 +1256,11 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "POKED", TL_SHM_POKED },
     { "KIND_LOCK", TL_SHM_KIND_LOCK },
     { "KIND_HANDOFF", TL_SHM_KIND_HANDOFF },
+    { "KIND_RESERVE", TL_SHM_KIND_RESERVE },
+    { "SEM_RESERVED", (int32_t)TL_SHM_SEM_RESERVED },
+    { "SEM_WAITERS", (int32_t)TL_SHM_SEM_WAITERS },
+    { "SEM_MASK", (int32_t)TL_SHM_SEM_MASK },
+    { "STARVING_US", TL_SHM_STARVING_US },
     { "KIND_PRESENT", TL_SHM_KIND_PRESENT },
     { "ACCEPTED", TL_SHM_ACCEPTED },
     { "LOCK_ID", (int32_t)TL_SHM_LOCK_ID },

@@ -90,8 +90,10 @@ enum {
   TL_SHM_KIND_LOCK = 2,    /* a lock's waiter: poked when an owner dies */
   TL_SHM_KIND_HANDOFF = 4, /* an AsyncLock's waiter, which a release may
                               hand the word to (tl_shm_lock_release) */
-  TL_SHM_KIND_PRESENT = 8  /* a promise one that came to try and sleeps
+  TL_SHM_KIND_PRESENT = 8, /* a promise one that came to try and sleeps
                               again: its loop ran just now */
+  TL_SHM_KIND_RESERVE = 16 /* a Semaphore's request that holds the word's
+                              RESERVED bit (tl_shm_wait_reserve) */
 };
 /* Results besides the core's TL_RESULT_OK, _NOT_EQUAL, _TIMED_OUT,
  * _INTERRUPTED. */
@@ -100,8 +102,11 @@ enum {
   TL_SHM_POKED = 7,   /* a lock waiter was woken to look at the word again */
   TL_SHM_ROUTE =
       8, /* binding.c's waitAsync: shared memory, ask lib/shmWait.js */
-  TL_SHM_ACCEPTED = 9 /* a hand-off waiter took the word it was handed up
-                         (L8: before its node was freed) */
+  TL_SHM_ACCEPTED = 9, /* a hand-off waiter took the word it was handed up
+                         (L8: before its node was freed), or a Semaphore's
+                         reserving request took its permits */
+  TL_SHM_REARMED = 10  /* internal: a reserving request woken without its
+                          permits sleeps again on the same node */
 };
 /* The doorbells: one 32-bit word per process slot in the header page. */
 #define TL_SHM_BELL_AT 640
@@ -137,26 +142,33 @@ uint32_t tl_shm_pokes(tl_shm_join_t *j);
  * before it returned), TL_SHM_POKED (a lock waiter, `kind` LOCK, whose
  * `pokes` is not the counter's now: tl_shm_wait_lock), TL_HOST_ENODES,
  * TL_HOST_ECORRUPT. Every notify
- * that counts the node rings the doorbell of its owner's process. */
+ * that counts the node rings the doorbell of its owner's process. With
+ * `kind` RESERVE, `ticket` is the request's need of permits and the node
+ * reserves the Semaphore word (tl_shm_wait_reserve's publication: its
+ * compare-exchange to WAITERS | RESERVED is the value check). */
 int tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
                       int64_t expected, uint32_t owner, int kind,
                       uint32_t pokes, uint64_t ticket, uint32_t *index,
                       uint32_t *waiting);
 /* The node of a promise waiter: 1 when it was notified, 2 when a poke
  * freed it, 3 when it was handed the lock word at `word` (kind HANDOFF;
- * NULL: not taken up) and took it up (the node is free in each case), 0
- * while it waits,
- * TL_HOST_ECORRUPT. */
-int tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
-                      const void *word);
+ * NULL: not taken up) and took it up, or (kind RESERVE) took its permits
+ * (the node is free in each case), 0 while it waits (a reserving request
+ * woken without its permits sleeps again: `*waiting` is its node's new
+ * state), TL_HOST_ECORRUPT. `kind` is the waiter's. */
+int tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t *waiting,
+                      const void *word, int kind);
 /* Withdraws a promise waiter's node: TL_RESULT_TIMED_OUT when withdrawn,
  * TL_RESULT_OK when a notify counted it first, TL_SHM_ACCEPTED when a
  * hand-off of the lock word at `word` counted it first and it took it up
  * (NULL: not taken up), TL_SHM_POKED when a poke freed it first (free in
  * every case), or TL_HOST_ECORRUPT (the node is left to its owner's
- * death). */
+ * death). A reserving request (kind RESERVE) clears RESERVED on `word`
+ * first (NULL: left for the others to clear as an orphan; the caller
+ * pokes the file) and returns TL_RESULT_TIMED_OUT; the caller wakes the
+ * word's waiters. `kind` is the waiter's (as given to tl_shm_wait_async). */
 int tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
-                        const void *word);
+                        const void *word, int kind);
 
 /* This process's doorbell word in the file (the join's mapping), which
  * every notify of one of its promise waiters and every poke of one of its
@@ -172,14 +184,29 @@ int tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen);
  * nothing. */
 void tl_shm_poke(tl_shm_join_t *j);
 
-/* Makes sure that this process notices the death of the processes that
- * matter to a lock waiter of the word at `word`: the holder `holder`'s and
- * those of the live waiters of the word. Each is watched by a thread of
- * this join (blocked on that process's liveness byte), which pokes the
- * file's lock waiters when it dies. Returns 0, or TL_HOST_ECORRUPT, or
- * TL_HOST_ENODES when a thread could not be started. */
+/* Makes sure that this process notices the death of every process that
+ * may release the word at `word` (`holder` and the word's waiters among
+ * them), which is every other process that has the file open: a barger
+ * that took the word while the waiter slept may die inside its release.
+ * Each is watched by a thread of this join (blocked on that process's
+ * liveness byte), which pokes the file's lock waiters when it dies
+ * (tl_shm_watch_all); a process that opens the file later announces
+ * itself with a poke (tl_shm_announce), so that the waiters look again
+ * and watch it too. Returns 0, or TL_HOST_ECORRUPT, or TL_HOST_ENODES when
+ * a thread could not be started. */
 int tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
                       uint32_t holder);
+/* Makes sure that this process watches every other process that has the
+ * file open (a live slot: its liveness byte held), each by a thread of
+ * this join that calls `poke` (tl_shm_poke) when that process dies; a
+ * watcher already running for a slot's generation is kept, and a slot
+ * found dead is not probed again until it is claimed again. 0, or
+ * TL_HOST_ENODES (a thread could not be started), TL_HOST_ECORRUPT. */
+int tl_shm_watch_all(tl_shm_join_t *j, void (*poke)(tl_shm_join_t *j));
+/* 1 the first time it is called for the join (this process's arrival in
+ * the file, which the opener announces by a poke: tl_shm_watch_word),
+ * else 0. */
+int tl_shm_announce(tl_shm_join_t *j);
 /* The watcher of the process of owner id `id` (its slot and generation,
  * shm_owners.c), which calls `poke` (tl_shm_poke) when that process dies,
  * also when it died before the watcher started; 0 or TL_HOST_ENODES. */
@@ -233,6 +260,32 @@ int tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
  * (lib/ShmLock.js, L7). */
 int tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word,
                     uint32_t owner);
+
+/* A Semaphore word across processes (lib/ShmSemaphore.js): the free
+ * permits, WAITERS (somebody may sleep on it), RESERVED (a request that has
+ * waited TL_SHM_STARVING_US gathers the permits: nobody else takes any). */
+#define TL_SHM_SEM_MASK 0x1fffffffu
+#define TL_SHM_SEM_WAITERS (1u << 29)
+#define TL_SHM_SEM_RESERVED (1u << 30)
+/* A Semaphore request of `need` permits that reserves the word (steps
+ * S5-S7 in lib/ShmSemaphore.js): publishes its node (kind RESERVE), then
+ * sets WAITERS | RESERVED on the word by one compare-exchange from
+ * `expected` (which has neither enough permits nor RESERVED), and sleeps
+ * until it takes its permits (TL_SHM_ACCEPTED: `need` subtracted and
+ * RESERVED cleared in one compare-exchange, before its node is freed),
+ * its timeout or `stop` (RESERVED cleared while its node is still there,
+ * then every waiter of the word woken: TL_RESULT_TIMED_OUT or
+ * _INTERRUPTED); TL_RESULT_NOT_EQUAL when the word was not `expected`;
+ * TL_RESULT_OK when the word lost RESERVED meanwhile (compete again). A
+ * wake that finds too few permits sleeps again on the same node, so that
+ * the reservation always has a node. */
+int tl_shm_wait_reserve(tl_shm_join_t *j, char *base, const void *word,
+                        int64_t expected, uint32_t need, double timeout_ms,
+                        uint32_t owner, const tl_host_stop_t *stop);
+/* 1 when a live reserving request (kind RESERVE, waiting or notified) has
+ * a node on the word, else 0, or TL_HOST_ECORRUPT: RESERVED without one is
+ * an orphan (its request died), which anyone may clear. */
+int tl_shm_sem_reserved(tl_shm_join_t *j, char *base, const void *word);
 
 /* Read holds of an RWLock word (shm_rw.c). The word: the writer's owner
  * id (TL_SHM_RW_ID), WAITERS, DIED and DRAINING (lib/ShmRWLock.js). */
@@ -289,6 +342,8 @@ tl_shm_t *tl_shm_open(const char *dir, const char *file, uint64_t size,
 /* The data region (size bytes) of a mapping. */
 void *tl_shm_data(tl_shm_t *m);
 uint64_t tl_shm_size(tl_shm_t *m);
+/* The mapping's join (owner ids, watchers, nodes). */
+tl_shm_join_t *tl_shm_join_of(tl_shm_t *m);
 
 /* Unmaps a mapping, closes its file and takes it out of the registry. Runs
  * on any thread (the SharedArrayBuffer's finalizer), once per mapping. */

@@ -279,6 +279,12 @@ tl_shm_data(tl_shm_t *m)
   return m->base + TL_SHM_HEADER;
 }
 
+tl_shm_join_t *
+tl_shm_join_of(tl_shm_t *m)
+{
+  return m->join;
+}
+
 uint64_t
 tl_shm_size(tl_shm_t *m)
 {

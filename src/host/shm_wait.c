@@ -83,7 +83,7 @@ typedef struct {
   _Atomic uint64_t offset; /* of the word in the data; written while BUSY */
   _Atomic uint64_t ticket; /* FIFO order; written while BUSY */
   _Atomic uint32_t kind;   /* TL_SHM_KIND_* bits; written while BUSY */
-  uint32_t reserved;
+  _Atomic uint32_t need;   /* kind RESERVE: the permits it waits for */
 } tl_shm_node_t;
 
 _Static_assert(sizeof(tl_shm_node_t) == 32, "nodes are 32 bytes");
@@ -209,7 +209,8 @@ tl_shm_pokes(tl_shm_join_t *j)
 static int
 tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
             uint64_t want, uint32_t owner, uint32_t kind, uint32_t pokes,
-            uint64_t ticket, tl_shm_node_t **out, uint32_t *out_waiting)
+            uint64_t ticket, uint32_t need, tl_shm_node_t **out,
+            uint32_t *out_waiting)
 {
   uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
   tl_shm_node_t *n;
@@ -222,6 +223,7 @@ tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
     atomic_store(&n->owner, owner);
     atomic_store(&n->offset, offset);
     atomic_store(&n->kind, kind);
+    atomic_store(&n->need, need);
     /* A lock waiter keeps its request's ticket (its place) across its
      * sleeps (tl_shm_ticket); anyone else draws one. */
     atomic_store(
@@ -236,8 +238,19 @@ tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
     /* Reclaimed meanwhile (it named a dead owner): take another. */
   }
   atomic_thread_fence(memory_order_seq_cst);
-  if (tl__load_word(word, width) != want)
+  if (kind & TL_SHM_KIND_RESERVE) {
+    /* S5: the node is published before RESERVED is set, so a reservation
+     * always has its node (tl_shm_sem_reserved). The compare-exchange is
+     * the value check. */
+    uint32_t v = (uint32_t)want;
+    if ((v & TL_SHM_SEM_RESERVED) || (v & TL_SHM_SEM_MASK) >= need ||
+        !atomic_compare_exchange_strong((_Atomic uint32_t *)word, &v,
+                                        v | TL_SHM_SEM_WAITERS |
+                                            TL_SHM_SEM_RESERVED))
+      return tl__left(n, waiting, TL_R_NOT_EQUAL, NULL);
+  } else if (tl__load_word(word, width) != want) {
     return tl__left(n, waiting, TL_R_NOT_EQUAL, tl__handoff_word(kind, word));
+  }
   /* A lock waiter: a poke since it looked at the holder (its scan may
    * have come before the publication). */
   if ((kind & TL_SHM_KIND_LOCK) && atomic_load(tl__pokes(base)) != pokes)
@@ -286,11 +299,89 @@ tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as, const void *word)
   return TL_SHM_POKED;
 }
 
+/* The end of a reserving Semaphore request's sleep on its node `n`
+ * (lib/ShmSemaphore.js, S6 and S7). `give_up` 0, its node notified (or
+ * found so): it takes its permits if the word has them (need subtracted
+ * and RESERVED cleared by one compare-exchange, then the node freed:
+ * TL_SHM_ACCEPTED); while the word keeps RESERVED without enough permits
+ * it sleeps again on the same node, whose state moves from NOTIFIED to
+ * WAITING with the next seq, and reads the word once more after a fence
+ * (a release after that read sees RESERVED and notifies the node:
+ * TL_SHM_REARMED, `*waiting` the new state); a word that lost RESERVED
+ * (cleared as an orphan: the request was taken for dead) frees the node
+ * (TL_R_OK: compete again). `give_up` a result (timeout, stop, abort):
+ * RESERVED is cleared while the node is still there (`word` NULL: not;
+ * the others clear it as an orphan), then the node is freed, and the
+ * result returned; the caller wakes the word's waiters (the permits kept
+ * for the request are free now). Only the request frees or re-arms its
+ * node (a RESERVE node is never poked; a dead owner's is reclaimed). */
+static int
+tl__reserve_end(tl_shm_node_t *n, uint32_t *waiting, const void *word,
+                int give_up)
+{
+  _Atomic uint32_t *w = (_Atomic uint32_t *)word;
+  uint32_t need = atomic_load(&n->need);
+  uint32_t s = *waiting;
+
+  if (give_up != 0) {
+    if (w != NULL) {
+      uint32_t v = atomic_load(w);
+      while ((v & TL_SHM_SEM_RESERVED) &&
+             !atomic_compare_exchange_weak(w, &v, v & ~TL_SHM_SEM_RESERVED))
+        ;
+    }
+    if (!tl__free(n, s))
+      tl__free(n, (s & ~3u) | TL_NODE_NOTIFIED);
+    return give_up;
+  }
+  for (;;) {
+    uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
+    uint32_t v = atomic_load(w);
+    if ((v & TL_SHM_SEM_MASK) >= need) {
+      if (!atomic_compare_exchange_weak(w, &v,
+                                        (v - need) & ~TL_SHM_SEM_RESERVED))
+        continue;
+      if (!tl__free(n, s))
+        tl__free(n, notified);
+      return TL_SHM_ACCEPTED;
+    }
+    if (!(v & TL_SHM_SEM_RESERVED)) {
+      if (!tl__free(n, s))
+        tl__free(n, notified);
+      return TL_R_OK;
+    }
+    uint32_t st = atomic_load(&n->state);
+    if (st == s) {
+      *waiting = s;
+      return TL_SHM_REARMED;
+    }
+    uint32_t again = (((s >> 2) + 1) << 2) | TL_NODE_WAITING;
+    if (st != notified ||
+        !atomic_compare_exchange_strong(&n->state, &st, again))
+      return TL_R_OK; /* not its node any more (cannot happen while it lives) */
+    s = again;
+    atomic_thread_fence(memory_order_seq_cst);
+  }
+}
+
+/* A reserving request that gives up (`as`: its timeout, its thread's
+ * stop) with its node `waiting`: RESERVED cleared, the node freed, and
+ * the word's waiters woken to take the permits kept for it. */
+static int
+tl__reserve_give_up(tl_shm_join_t *j, char *base, tl_shm_node_t *n,
+                    uint32_t waiting, const void *word, int as)
+{
+  int r = tl__reserve_end(n, &waiting, word, as);
+  if (atomic_load((_Atomic uint32_t *)word) & TL_SHM_SEM_WAITERS)
+    (void)tl_shm_notify(j, base, word, -1);
+  return r;
+}
+
 static int
 tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
          int64_t expected, double timeout_ms, uint32_t owner,
          const tl_host_stop_t *stop, uint32_t kind, uint32_t pokes,
-         uint64_t ticket)
+         uint64_t ticket, uint32_t need)
 {
   tl_shm_node_t *n = NULL;
   uint64_t want = tl__want(width, expected);
@@ -309,7 +400,7 @@ tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
     deadline = tl__hp_monotonic_ms() + (uint64_t)timeout_ms + 1 +
                (timeout_ms > (double)(uint64_t)timeout_ms ? 1 : 0);
   int r = tl__publish(j, base, word, width, want, owner, kind, pokes, ticket,
-                      &n, &waiting);
+                      need, &n, &waiting);
   if (r != TL_SHM_PENDING)
     return r;
   for (;;) {
@@ -327,11 +418,22 @@ tl__wait(tl_shm_join_t *j, char *base, const void *word, int width,
      * (its process's slot dies with the process, or frees it later). */
     if (tl_shm_header_ok(j) != 0)
       return TL_HOST_ECORRUPT;
-    if (atomic_load(&n->state) != waiting)
-      break;
-    if (stop != NULL && stop->fn(stop->data))
+    if (atomic_load(&n->state) != waiting) {
+      if (!(kind & TL_SHM_KIND_RESERVE))
+        break;
+      r = tl__reserve_end(n, &waiting, word, 0);
+      if (r != TL_SHM_REARMED)
+        return r;
+      continue;
+    }
+    if (stop != NULL && stop->fn(stop->data)) {
+      if (kind & TL_SHM_KIND_RESERVE)
+        return tl__reserve_give_up(j, base, n, waiting, word, TL_R_STOPPED);
       return tl__left(n, waiting, TL_R_STOPPED, NULL);
+    }
   }
+  if (kind & TL_SHM_KIND_RESERVE)
+    return tl__reserve_give_up(j, base, n, waiting, word, TL_R_TIMED_OUT);
   return tl__left(n, waiting, TL_R_TIMED_OUT, tl__handoff_word(kind, word));
 }
 
@@ -341,7 +443,7 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
             const tl_host_stop_t *stop)
 {
   return tl__wait(j, base, word, width, expected, timeout_ms, owner, stop, 0, 0,
-                  0);
+                  0, 0);
 }
 
 int
@@ -351,7 +453,16 @@ tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
 {
   return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop,
                   TL_SHM_KIND_LOCK | (ticket != 0 ? TL_SHM_KIND_HANDOFF : 0),
-                  pokes, ticket);
+                  pokes, ticket, 0);
+}
+
+int
+tl_shm_wait_reserve(tl_shm_join_t *j, char *base, const void *word,
+                    int64_t expected, uint32_t need, double timeout_ms,
+                    uint32_t owner, const tl_host_stop_t *stop)
+{
+  return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop,
+                  TL_SHM_KIND_RESERVE, 0, 0, need);
 }
 
 int
@@ -361,14 +472,19 @@ tl_shm_wait_async(tl_shm_join_t *j, char *base, const void *word, int width,
 {
   uint64_t want = tl__want(width, expected);
   tl_shm_node_t *n = NULL;
+  uint32_t need = 0;
 
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
   if (tl__load_word(word, width) != want)
     return TL_R_NOT_EQUAL;
+  if (kind & TL_SHM_KIND_RESERVE) {
+    need = (uint32_t)ticket;
+    ticket = 0;
+  }
   int r = tl__publish(j, base, word, width, want, owner,
-                      TL_SHM_KIND_ASYNC | (uint32_t)kind, pokes, ticket, &n,
-                      waiting);
+                      TL_SHM_KIND_ASYNC | (uint32_t)kind, pokes, ticket, need,
+                      &n, waiting);
   if (r == TL_SHM_PENDING)
     *index = (uint32_t)(n - tl__nodes(base));
   return r;
@@ -383,28 +499,35 @@ tl__node_of(tl_shm_join_t *j, uint32_t index)
 }
 
 int
-tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
-                  const void *word)
+tl_shm_async_done(tl_shm_join_t *j, uint32_t index, uint32_t *waiting,
+                  const void *word, int kind)
 {
   if (index >= TL_SHM_NODES)
     return 0;
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
   tl_shm_node_t *n = tl__node_of(j, index);
-  if (atomic_load(&n->state) == waiting)
+  if (atomic_load(&n->state) == *waiting)
     return 0;
-  int r = tl__left(n, waiting, TL_R_TIMED_OUT, word);
+  if (kind & TL_SHM_KIND_RESERVE) {
+    int e = tl__reserve_end(n, waiting, word, 0);
+    return e == TL_SHM_REARMED ? 0 : e == TL_SHM_ACCEPTED ? 3 : 1;
+  }
+  int r = tl__left(n, *waiting, TL_R_TIMED_OUT, word);
   return r == TL_R_OK ? 1 : r == TL_SHM_ACCEPTED ? 3 : 2;
 }
 
 int
 tl_shm_async_cancel(tl_shm_join_t *j, uint32_t index, uint32_t waiting,
-                    const void *word)
+                    const void *word, int kind)
 {
   if (index >= TL_SHM_NODES)
     return TL_R_TIMED_OUT;
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
+  if (kind & TL_SHM_KIND_RESERVE)
+    return tl__reserve_end(tl__node_of(j, index), &waiting, word,
+                           TL_R_TIMED_OUT);
   return tl__left(tl__node_of(j, index), waiting, TL_R_TIMED_OUT, word);
 }
 
@@ -460,15 +583,25 @@ tl_shm_poke(tl_shm_join_t *j)
       continue;
     uint32_t kind = atomic_load(&n->kind);
     uint32_t slot = (atomic_load(&n->owner) >> 22) & 0x7f;
-    if (!(kind & TL_SHM_KIND_LOCK))
+    if (!(kind & (TL_SHM_KIND_LOCK | TL_SHM_KIND_RESERVE)))
       continue;
+    /* A reserving Semaphore request keeps its node (its reservation
+     * stands on it): it is notified instead, and looks at its permits
+     * (a release whose process died before its notify is made up for). */
+    if ((kind & TL_SHM_KIND_RESERVE) && (s & 3) == TL_NODE_WAITING) {
+      uint32_t notified = (s & ~3u) | TL_NODE_NOTIFIED;
+      if (atomic_load(&n->kind) != kind ||
+          !atomic_compare_exchange_strong(&n->state, &s, notified))
+        continue;
+      s = notified;
+    }
     /* A WAITING node is freed (kind and owner belong to this publication
      * if the free succeeds). A NOTIFIED one keeps its state and gets its
      * wake again: the notify that counted it may have died between the
      * state change and the wake or ring (both are idempotent: a woken
      * waiter finds its node NOTIFIED, a rung loop takes what is). */
     if ((s & 3) == TL_NODE_WAITING && !tl__free(n, s))
-      continue;
+      continue; /* a lock waiter's node is freed */
     if ((s & 3) == TL_NODE_NOTIFIED) {
       /* A dead waiter's node (the death this poke reports, often) is
        * reclaimed instead: nobody hears that wake. */
@@ -494,38 +627,12 @@ int
 tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
                   uint32_t holder)
 {
-  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
-  tl_shm_node_t *nodes = tl__nodes(base);
-  uint32_t seen[(TL_SHM_SLOTS + 31) / 32] = { 0 };
-  uint32_t mine = tl_shm_join_slot(j);
-  uint32_t ids[TL_SHM_SLOTS + 1];
-  unsigned count = 0;
-
+  (void)base;
+  (void)word;
+  (void)holder;
   if (tl_shm_header_ok(j) != 0)
     return TL_HOST_ECORRUPT;
-  ids[count++] = holder;
-  uint32_t end = tl__hwm(base);
-  for (uint32_t i = 0; i < end && count <= TL_SHM_SLOTS; i++) {
-    tl_shm_node_t *n = &nodes[i];
-    uint32_t s = atomic_load(&n->state);
-    if ((s & 3) == TL_NODE_FREE || atomic_load(&n->offset) != offset)
-      continue;
-    ids[count++] = atomic_load(&n->owner);
-  }
-  for (unsigned k = 0; k < count; k++) {
-    uint32_t slot = (ids[k] >> 22) & 0x7f;
-    if (ids[k] == 0 || slot >= TL_SHM_SLOTS || slot == mine ||
-        (seen[slot / 32] & (1u << (slot % 32))))
-      continue;
-    seen[slot / 32] |= 1u << (slot % 32);
-    /* Only a live process is watched: a dead one's watcher would fire at
-     * once, and its death is what the caller acts on already. */
-    if (tl_shm_owner_alive(j, ids[k]) != 1)
-      continue;
-    if (tl__shm_watch_id(j, ids[k], tl_shm_poke) != 0)
-      return TL_HOST_ENODES;
-  }
-  return 0;
+  return tl_shm_watch_all(j, tl_shm_poke);
 }
 
 typedef struct {
@@ -841,6 +948,32 @@ tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word, uint32_t owner)
         atomic_load(&n->offset) == offset &&
         (atomic_load(&n->owner) & TL_SHM_LOCK_ID) == (owner & TL_SHM_LOCK_ID) &&
         atomic_load(&n->state) == s)
+      return 1;
+  }
+  return 0;
+}
+
+int
+tl_shm_sem_reserved(tl_shm_join_t *j, char *base, const void *word)
+{
+  tl_shm_node_t *nodes = tl__nodes(base);
+  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
+
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  uint32_t end = tl__hwm(base);
+  for (uint32_t i = 0; i < end; i++) {
+    tl_shm_node_t *n = &nodes[i];
+    uint32_t s = atomic_load(&n->state);
+    if ((s & 3) != TL_NODE_WAITING && (s & 3) != TL_NODE_NOTIFIED)
+      continue;
+    if (atomic_load(&n->offset) != offset ||
+        !(atomic_load(&n->kind) & TL_SHM_KIND_RESERVE))
+      continue;
+    uint32_t owner = atomic_load(&n->owner);
+    /* Offset, kind and owner belong to this publication; an owner whose
+     * liveness cannot be read counts as alive. */
+    if (atomic_load(&n->state) == s && tl_shm_owner_alive(j, owner) != 0)
       return 1;
   }
   return 0;

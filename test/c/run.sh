@@ -176,6 +176,20 @@ handoff_injections="$handoff_injections 4:handoff-all 5:handoff-basic"
 handoff_injections="$handoff_injections 6:handoff-death 7:fifo-death"
 check_injected shm_handoff "$handoff_injections" test/c/shm_handoff.c
 
+# The model of the Semaphore's reservation across processes
+# (test/c/shm_sem.c, whose header lists its bugs):
+#   1  a woken reserver publishes a new node         (S5)
+#   2  a release clears RESERVED                     (S6)
+#   3  a release ignores RESERVED alone              (S2)
+#   4  RESERVED set before the node is published      (S5)
+#   5  a death pokes nobody                          (S8)
+#   6  a reserver gives up leaving RESERVED          (S5)
+#   7  a sleeper's publication ignores the pokes     (S8)
+#   8  a plain sleeper is not poked                  (S9)
+sem_injections="1:sem-basic 2:sem-basic 3:sem-basic 4:sem-basic 5:sem-death"
+sem_injections="$sem_injections 6:sem-timeouts 7:sem-death 8:sem-death"
+check_injected shm_sem "$sem_injections" test/c/shm_sem.c
+
 echo "total $(($(date +%s) - start_all))s"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
