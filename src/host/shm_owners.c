@@ -137,9 +137,10 @@ struct tl_shm_join_s {
   int refs;       /* mappings and thread records using it */
   uint32_t given; /* thread indices given out, never given again */
   tl_shm_watcher_t *watch[TL_SHM_SLOTS]; /* NULL: none started */
-  /* The generation of each slot last found without a live process
-   * (tl_shm_watch_all), so that a dead slot is probed once. */
-  uint32_t dead[TL_SHM_SLOTS];
+  /* The generation of each slot that tl_shm_watch_all has seen to: a
+   * watcher started for it, or found without a live process (probed once).
+   * Written under tl__join_lock, read without it. */
+  _Atomic uint32_t handled[TL_SHM_SLOTS];
   int announced; /* this process's arrival was poked (tl_shm_announce) */
   tl_shm_join_t *next;
 };
@@ -454,31 +455,25 @@ tl_shm_watch_all(tl_shm_join_t *j, void (*poke)(tl_shm_join_t *j))
 
   if (!tl__page_ok(j))
     return TL_HOST_ECORRUPT;
-  /* One pass under the lock: the slots with a generation that is neither
-   * watched already nor known dead. */
-  pthread_mutex_lock(&tl__join_lock);
+  /* The slots with a generation not seen to yet; most calls find none
+   * and take no lock. */
   for (uint32_t s = 0; s < TL_SHM_SLOTS; s++) {
     uint32_t g = atomic_load(&j->slots[s].generation);
-    tl_shm_watcher_t *w = j->watch[s];
-    if (s == j->slot || g == 0 || j->dead[s] == g ||
-        (w != NULL && !atomic_load(&w->ended) && w->generation == g))
+    if (s == j->slot || g == 0 || atomic_load(&j->handled[s]) == g)
       continue;
     todo[n] = s;
     gens[n++] = g;
   }
-  pthread_mutex_unlock(&tl__join_lock);
   for (uint32_t k = 0; k < n; k++) {
     uint32_t s = todo[k], g = gens[k];
     /* No process holds the slot's liveness byte: none to watch (a claim
      * after this look bumps the generation, which is looked at again). */
-    if (tl__hp_probe(j->fd, TL_SHM_LIVE + s) != TL_HP_OWNED) {
-      pthread_mutex_lock(&tl__join_lock);
-      j->dead[s] = g;
-      pthread_mutex_unlock(&tl__join_lock);
-      continue;
-    }
-    if (tl__shm_watch_id(j, s << 22 | g << 7, poke) != 0)
+    if (tl__hp_probe(j->fd, TL_SHM_LIVE + s) == TL_HP_OWNED &&
+        tl__shm_watch_id(j, s << 22 | g << 7, poke) != 0)
       return TL_HOST_ENODES;
+    pthread_mutex_lock(&tl__join_lock);
+    atomic_store(&j->handled[s], g);
+    pthread_mutex_unlock(&tl__join_lock);
   }
   return 0;
 }
