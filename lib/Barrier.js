@@ -14,7 +14,11 @@
 // On memory shared by processes (openSharedMemory) the same code works
 // across processes: its waits and wakes are wait / waitAsync / notify,
 // which go through the file's waiter list there. A process that dies after
-// its arrival stays counted, as a worker that ends does.
+// its arrival stays counted, as a worker that ends does. The completion
+// and its wake are one native call (gate.casNotify: a worker terminated
+// between them would leave the parties asleep), and on such memory the
+// waits are woken by any death in the file too (gate.watchedWaitSync: the
+// last party's process killed between the two), and look again.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -28,6 +32,7 @@ const { load, store, compareExchange } = Atomics
 
 class Barrier extends SharedSlot {
   #i32
+  #shm
 
   /**
    * @param {number} parties how many arrivals complete a phase (1-65535)
@@ -43,6 +48,7 @@ class Barrier extends SharedSlot {
       store(i32, 1, 0)
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 2)
+    this.#shm = native.shmSupported && native.shmContains(this.#i32)
   }
 
   get parties () { return load(this.#i32, 0) }
@@ -61,13 +67,13 @@ class Barrier extends SharedSlot {
     const parties = load(this.#i32, 0)
     let v = load(this.#i32, 1)
     for (;;) {
-      const last = (v & COUNT_MASK) + 1 === parties
-      const seen = compareExchange(this.#i32, 1, v, last ? (((v >>> 16) + 1) * PHASE_ONE) | 0 : v + 1)
-      if (seen === v) {
-        if (!last) return v >>> 16
-        native.notify(this.#i32, 1, Infinity)
-        return -1
+      if ((v & COUNT_MASK) + 1 === parties) {
+        if (gate.casNotify(this.#i32, 1, v, (((v >>> 16) + 1) * PHASE_ONE) | 0, Infinity) >= 0) return -1
+        v = load(this.#i32, 1)
+        continue
       }
+      const seen = compareExchange(this.#i32, 1, v, v + 1)
+      if (seen === v) return v >>> 16
       v = seen
     }
   }
@@ -97,9 +103,10 @@ class Barrier extends SharedSlot {
     const phase = this.#arrive()
     if (phase < 0) return true
     for (;;) {
+      const pokes = gate.pokesOf(this.#i32, this.#shm)
       const v = load(this.#i32, 1)
       if (v >>> 16 !== phase) return false
-      if (gate.waitSync(this.#i32, 1, v, gate.remaining(deadline), 'Barrier.arriveAndWaitSync') === 'timed-out') {
+      if (gate.watchedWaitSync(this.#i32, 1, v, gate.remaining(deadline), 'Barrier.arriveAndWaitSync', this.#shm, pokes) === 'timed-out') {
         if (!this.#withdraw(phase)) return false
         throw timeoutError(timeout, 'Barrier.arriveAndWaitSync')
       }
@@ -118,11 +125,12 @@ class Barrier extends SharedSlot {
     const phase = this.#arrive()
     if (phase < 0) return true
     for (;;) {
+      const pokes = gate.pokesOf(this.#i32, this.#shm)
       const v = load(this.#i32, 1)
       if (v >>> 16 !== phase) return false
       let r
       try {
-        r = await gate.waitAsync(this.#i32, 1, v, { ...o, timeout: gate.remaining(deadline) })
+        r = await gate.watchedWaitAsync(this.#i32, 1, v, { ...o, timeout: gate.remaining(deadline) }, this.#shm, pokes)
       } catch (err) {
         if (!this.#withdraw(phase)) return false
         throw err // the abort

@@ -14,7 +14,10 @@
 // On memory shared by processes (openSharedMemory) the same code works
 // across processes: the sequence number's waits and wakes go through the
 // file's waiter list there, and the lock may be an AsyncLock on such
-// memory (lib/ShmLock.js), whose holds it keeps the same way.
+// memory (lib/ShmLock.js), whose holds it keeps the same way. The bump and
+// its wake are one native call (gate.casNotify), and on such memory a
+// death in the file wakes the waits too (a notifier killed between the
+// two: gate.watchedWaitSync), as a spurious wake-up.
 
 const { SharedSlot } = require('./SharedSlot')
 const { AsyncLock, hasQueued, holdOf, resumeHold } = require('./AsyncLock')
@@ -24,7 +27,7 @@ const native = require('./native')
 const { describe, readSyncOptions, readAsyncOptions } = require('./validate')
 const { notOwnerError, abortError, deadlockError } = require('./errors')
 
-const { add, load } = Atomics
+const { load } = Atomics
 
 function readHeldLock (lock, where) {
   if (!(lock instanceof AsyncLock)) {
@@ -52,6 +55,7 @@ function resumeLock (lock, hold) {
 
 class ConditionVariable extends SharedSlot {
   #i32
+  #shm
 
   /**
    * @param {SharedArrayBuffer | object} [buffer] a new 4-byte buffer by default;
@@ -62,6 +66,7 @@ class ConditionVariable extends SharedSlot {
   constructor (buffer = undefined, byteOffset = undefined, options = undefined) {
     super({ type: 'ConditionVariable', words: 1, shm: true }, [buffer, byteOffset, options])
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    this.#shm = native.shmSupported && native.shmContains(this.#i32)
   }
 
   /** Threads (and async waits) waiting now. */
@@ -81,12 +86,22 @@ class ConditionVariable extends SharedSlot {
     if (lock instanceof ShmLock ? lock[QUEUED]() : hasQueued(lock) || native.gateQueued(new Int32Array(lock.buffer, lock.byteOffset, 1), 0, native.selfId)) {
       throw deadlockError('ConditionVariable.waitSync', 'this thread has a request of its own queued for the lock, which would get the lock this wait releases, so the wait could never take it back')
     }
+    let pokes = gate.pokesOf(this.#i32, this.#shm)
     const seq = load(this.#i32, 0)
     const hold = holdOfLock(lock)
     lock.unlock()
     let result
     try {
-      result = gate.waitSync(this.#i32, 0, seq, timeout, 'ConditionVariable.waitSync')
+      const deadline = gate.deadlineOf(timeout)
+      for (;;) {
+        result = gate.watchedWaitSync(this.#i32, 0, seq, gate.remaining(deadline), 'ConditionVariable.waitSync', this.#shm, pokes)
+        // A poke (a death or an arrival in the file) wakes it: it returns
+        // if the number moved (a notifier killed before its wake), else
+        // waits on.
+        if (result !== 'poked') break
+        pokes = gate.pokesOf(this.#i32, this.#shm)
+        if (load(this.#i32, 0) !== seq) break
+      }
     } finally {
       lock.lock()
       resumeLock(lock, hold) // still the caller's hold: its release function ends it
@@ -104,12 +119,19 @@ class ConditionVariable extends SharedSlot {
     readHeldLock(lock, 'ConditionVariable.wait')
     const o = readAsyncOptions(options, 'ConditionVariable.wait', false)
     if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
+    let pokes = gate.pokesOf(this.#i32, this.#shm)
     const seq = load(this.#i32, 0)
     const hold = holdOfLock(lock)
     lock.unlock()
     let result
     try {
-      result = await gate.waitAsync(this.#i32, 0, seq, o)
+      const deadline = gate.deadlineOf(o.timeout)
+      for (;;) {
+        result = await gate.watchedWaitAsync(this.#i32, 0, seq, { ...o, timeout: gate.remaining(deadline) }, this.#shm, pokes)
+        if (result !== 'poked') break
+        pokes = gate.pokesOf(this.#i32, this.#shm)
+        if (load(this.#i32, 0) !== seq) break
+      }
     } finally {
       await lock.acquire({ ref: o.ref })
       resumeLock(lock, hold) // still the caller's hold: its release function ends it
@@ -118,15 +140,19 @@ class ConditionVariable extends SharedSlot {
   }
 
   /** Wakes the oldest waiter; returns how many were woken (0 or 1). */
-  notifyOne () {
-    add(this.#i32, 0, 1)
-    return native.notify(this.#i32, 0, 1)
-  }
+  notifyOne () { return this.#notify(1) }
 
   /** Wakes every waiter; returns how many were woken. */
-  notifyAll () {
-    add(this.#i32, 0, 1)
-    return native.notify(this.#i32, 0, Infinity)
+  notifyAll () { return this.#notify(Infinity) }
+
+  // The bump and the wake in one native call (a worker terminated between
+  // them would leave the waiters asleep).
+  #notify (count) {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      const woken = gate.casNotify(this.#i32, 0, v, (v + 1) | 0, count)
+      if (woken >= 0) return woken
+    }
   }
 }
 

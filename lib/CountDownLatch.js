@@ -17,6 +17,7 @@ const { compareExchange, load, store } = Atomics
 
 class CountDownLatch extends SharedSlot {
   #i32
+  #shm
 
   /**
    * @param {number} count
@@ -30,6 +31,9 @@ class CountDownLatch extends SharedSlot {
       if (handle === undefined) store(i32, 0, readCount(count, 0, MAX, 'CountDownLatch', 'count'))
     })
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
+    // Memory shared by processes: the waits are woken by any death in the
+    // file too (the last count-down's process killed before its wake).
+    this.#shm = native.shmSupported && native.shmContains(this.#i32)
   }
 
   get count () { return load(this.#i32, 0) }
@@ -40,11 +44,15 @@ class CountDownLatch extends SharedSlot {
     let v = load(this.#i32, 0)
     while (v > 0) {
       const next = v > n ? v - n : 0
-      const seen = compareExchange(this.#i32, 0, v, next)
-      if (seen === v) {
-        if (next === 0) native.notify(this.#i32, 0, Infinity)
-        return next
+      // The count's end and its wake are one native call (a worker
+      // terminated between them would leave the waiters asleep).
+      if (next === 0) {
+        if (gate.casNotify(this.#i32, 0, v, 0, Infinity) >= 0) return 0
+        v = load(this.#i32, 0)
+        continue
       }
+      const seen = compareExchange(this.#i32, 0, v, next)
+      if (seen === v) return next
       v = seen
     }
     return 0
@@ -55,9 +63,10 @@ class CountDownLatch extends SharedSlot {
     const timeout = readSyncOptions(options, 'CountDownLatch.waitSync')
     const deadline = gate.deadlineOf(timeout)
     for (;;) {
+      const pokes = gate.pokesOf(this.#i32, this.#shm)
       const v = load(this.#i32, 0)
       if (v === 0) return
-      if (gate.waitSync(this.#i32, 0, v, gate.remaining(deadline), 'CountDownLatch.waitSync') === 'timed-out') {
+      if (gate.watchedWaitSync(this.#i32, 0, v, gate.remaining(deadline), 'CountDownLatch.waitSync', this.#shm, pokes) === 'timed-out') {
         throw timeoutError(timeout, 'CountDownLatch.waitSync')
       }
     }
@@ -69,9 +78,10 @@ class CountDownLatch extends SharedSlot {
     if (o.signal !== undefined && o.signal.aborted) throw abortError(o.signal)
     const deadline = gate.deadlineOf(o.timeout)
     for (;;) {
+      const pokes = gate.pokesOf(this.#i32, this.#shm)
       const v = load(this.#i32, 0)
       if (v === 0) return
-      const r = await gate.waitAsync(this.#i32, 0, v, { ...o, timeout: gate.remaining(deadline) })
+      const r = await gate.watchedWaitAsync(this.#i32, 0, v, { ...o, timeout: gate.remaining(deadline) }, this.#shm, pokes)
       if (r === 'timed-out') {
         throw timeoutError(o.timeout, 'CountDownLatch.wait')
       }

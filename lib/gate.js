@@ -115,6 +115,45 @@ function shmWaitAsync (i32, index, value, o) {
   return typeof r === 'number' ? Promise.resolve(RESULTS[r]) : r
 }
 
+// Waits of the primitives built on plain waits (Barrier, CountDownLatch,
+// ConditionVariable) that re-check their state after every wake. On memory
+// shared by processes the process that should wake them (the last party,
+// the last count-down, a notifier) may be killed between its change of the
+// word and its notify: these waits are lock waiters of the file there
+// (poked when any process of the file dies, which this process watches),
+// so a death makes them look again. `pokes` is the file's poke counter
+// read before the caller looked at the word (pokesOf); a poke returns
+// 'poked' (a death, or a process that opened the file), after which the
+// caller looks at its word again. Other memory: the plain waits.
+function pokesOf (i32, shm) {
+  return shm ? native.shmPokes(i32) : 0
+}
+
+function watchedWaitSync (i32, index, value, timeout, where, shm, pokes) {
+  if (!shm) return waitSync(i32, index, value, timeout, where)
+  native.shmWatch(i32, index, 0)
+  const r = native.shmWaitLock(i32, index, value, timeout, pokes, 0)
+  if (r === INTERRUPTED) stopTerminated(where)
+  return RESULTS[r] || 'poked'
+}
+
+function watchedWaitAsync (i32, index, value, o, shm, pokes) {
+  if (!shm) return waitAsync(i32, index, value, o)
+  if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
+  if (o.timeout === 0) return Promise.resolve(Atomics.load(i32, index) === value ? 'timed-out' : 'not-equal')
+  native.shmWatch(i32, index, 0)
+  const r = shmWait.waitAsync(i32, index, value, { ...o, pokes })
+  return typeof r === 'number' ? Promise.resolve(RESULTS[r] || 'poked') : r
+}
+
+// Changes element `index` of `i32` from `expected` to `replacement` and, if
+// it did, wakes `count` waiters of it, in one native call (a worker
+// terminated between the two would leave the waiters asleep). Returns how
+// many were woken, or -1 when the element was not `expected`.
+function casNotify (i32, index, expected, replacement, count) {
+  return native.casNotify(i32, index, expected, replacement, count)
+}
+
 // A deadline for loops that may wait several times within one timeout.
 function deadlineOf (timeout) {
   return timeout === Infinity ? Infinity : performance.now() + timeout
@@ -265,6 +304,10 @@ async function runHeldAwait (result, release, hold) {
 
 module.exports = {
   RESULTS,
+  pokesOf,
+  watchedWaitSync,
+  watchedWaitAsync,
+  casNotify,
   gateSync,
   gateTry,
   gateAsync,

@@ -71,6 +71,7 @@ module.exports = {
   wait: answered(binding.wait, 'wait'),
   waitAsync: answered(binding.waitAsync, 'waitAsync'),
   notify: answered(binding.notify, 'notify'),
+  casNotify: answered(binding.casNotify, 'casNotify'),
   waiterCount: answered(binding.waiterCount, 'waiterCount'),
   wordKey: answered(binding.wordKey, 'wordKey'),
   cancel: answered(binding.cancel, 'cancel'),

@@ -7,6 +7,7 @@
  * owners.c).
  */
 #include <node_api.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -199,6 +200,41 @@ tl_napi_notify(napi_env env, napi_callback_info info)
   if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[2], &count));
+  if (shm)
+    return tl__shm_napi_notify(env, addr, count);
+  return tl__int(
+      env, tl_notify(addr, count >= 9007199254740992.0 ? -1 : (int64_t)count));
+}
+
+/* casNotify(int32Array, index, expected, replacement, count) -> how many
+ * waiters it woke after changing the element from `expected` to
+ * `replacement`, or -1 when the element was not `expected` (nothing
+ * changed, nobody woken). One native call, so that a worker terminated
+ * between the change and the wake cannot leave the waiters asleep (V8
+ * stops a terminated thread at a call or a loop, never inside one). */
+static napi_value
+tl_napi_cas_notify(napi_env env, napi_callback_info info)
+{
+  napi_value argv[5];
+  void *addr;
+  int width;
+  int32_t expected, replacement;
+  double count;
+  int shm;
+
+  TL_GET_ARGS(env, info, 5, argv);
+  if (tl__element_of(env, argv[0], argv[1], &addr, &width, &shm) != 0)
+    return NULL;
+  if (width != 4) {
+    napi_throw_type_error(env, NULL, "casNotify needs an Int32Array");
+    return NULL;
+  }
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[2], &expected));
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[3], &replacement));
+  TL_NAPI_CALL(env, napi_get_value_double(env, argv[4], &count));
+  if (!atomic_compare_exchange_strong((_Atomic int32_t *)addr, &expected,
+                                      replacement))
+    return tl__int(env, -1);
   if (shm)
     return tl__shm_napi_notify(env, addr, count);
   return tl__int(
@@ -646,6 +682,7 @@ NAPI_MODULE_INIT()
   } fns[] = {
     { "wait", tl_napi_wait },
     { "notify", tl_napi_notify },
+    { "casNotify", tl_napi_cas_notify },
     { "waitAsync", tl_napi_wait_async },
     { "waiterCount", tl_napi_waiter_count },
     { "wordKey", tl_napi_word_key },

@@ -1906,6 +1906,91 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
   })
 
+  describe('Barrier, CountDownLatch and ConditionVariable across processes: the process that wakes the others killed between its change and its notify', () => {
+    // The last party's / last count-down's / notifier's process changes the
+    // word (one native call, casNotify) and is stopped before the notify
+    // (THREADLOCK_SHM_TEST_NOTIFY_DELAY_MS), then killed: the waiters of
+    // this process (blocking: in a worker; promise: here) and of another
+    // process look again and go on, without another wake.
+    const cases = {
+      Barrier: {
+        setup: (b) => new threadlock.Barrier(4, b, 0),
+        open: "threadlock.Barrier.from({ type: 'Barrier', buffer: b, byteOffset: 0 })",
+        waitSync: 'x.arriveAndWaitSync({ timeout: 30000 })',
+        waitAsync: 'x.arriveAndWait({ timeout: 30000 })',
+        waiting: (x) => x.arrived === 3,
+        wake: 'x.arriveAndWaitSync()'
+      },
+      CountDownLatch: {
+        setup: (b) => new threadlock.CountDownLatch(1, b, 0),
+        open: "threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: b, byteOffset: 0 })",
+        waitSync: 'x.waitSync({ timeout: 30000 })',
+        waitAsync: 'x.wait({ timeout: 30000 })',
+        waiting: (x, b) => threadlock.waiterCount(new Int32Array(b), 0) === 3,
+        wake: 'x.countDown()'
+      },
+      ConditionVariable: {
+        setup: (b) => new threadlock.ConditionVariable(b, 0),
+        open: 'new threadlock.ConditionVariable(b, 0)',
+        // Each waiter waits under its own lock (words 4, 5, 6): the test is
+        // the wake, not the lock.
+        waitSync: '(() => { const l = new threadlock.AsyncLock(b, 16 + 4 * K); l.lock(); const r = x.waitSync(l, { timeout: 30000 }); l.unlock(); return r })()',
+        waitAsync: '(async () => { const l = new threadlock.AsyncLock(b, 16 + 4 * K); l.lock(); const r = await x.wait(l, { timeout: 30000 }); l.unlock(); return r })()',
+        waiting: (x) => x.waiting === 3,
+        wake: 'x.notifyAll()'
+      }
+    }
+    for (const [type, c] of Object.entries(cases)) {
+      it(`${type}: the waiters go on`, async () => {
+        const name = `wk-${type}`
+        const b = openSharedMemory(name, { path: dir, size: 64 })
+        const x = c.setup(b)
+        const open = `const b = host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 }); const x = ${c.open}`
+        const kids = []
+        let w
+        try {
+          // A blocking waiter in a worker of this process, a promise waiter
+          // here, a blocking one in another process.
+          w = new Worker(`const { workerData, parentPort } = require('worker_threads')
+            const threadlock = require(${INDEX}); const host = require(${HOST}); const dir = workerData; const K = 0
+            ${open}
+            const r = ${c.waitSync}
+            parentPort.postMessage(String(r))`, { eval: true, workerData: dir })
+          const fromWorker = new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
+          const K = 1
+          const mine = new Function('x', 'b', 'threadlock', 'K', `return ${c.waitAsync}`)(x, b, threadlock, K)
+          const other = await child(`const threadlock = require(${INDEX}); const K = 2
+            ${open}
+            say('waiting'); say(String(${c.waitSync}))`, dir)
+          kids.push(other)
+          const fromOther = next(other.child)
+          await until(() => c.waiting(x, b), 'the three waiters')
+          const waker = spawn(process.execPath, ['-e', `const host = require(${HOST}); const threadlock = require(${INDEX}); const dir = ${JSON.stringify(dir)}
+            ${open}
+            console.log('waking'); ${c.wake}; console.log('woke')`], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, THREADLOCK_SHM_TEST_NOTIFY_DELAY_MS: '30000' } })
+          kids.push({ child: waker })
+          const wOut = { text: '' }
+          waker.stdout.on('data', (d) => { wOut.text += d })
+          await until(() => wOut.text === 'waking\n', 'the waker')
+          await new Promise((resolve) => setTimeout(resolve, 300)) // inside its pause
+          waker.kill('SIGKILL')
+          await exited(waker)
+          assert.strictEqual(wOut.text, 'waking\n')
+          const t0 = performance.now()
+          const results = await Promise.all([fromWorker, mine.then(String), fromOther])
+          // Their timeouts (30 s) would end them too: they went on at the death.
+          const took = performance.now() - t0
+          assert.ok(took < 15000, `${type}: the waiters went on after ${took.toFixed(0)} ms`)
+          for (const r of results) assert.ok(r === 'false' || r === 'undefined' || r === 'ok', `${type}: ${results}`)
+        } finally {
+          if (w !== undefined) await w.terminate()
+          for (const k of kids) if (k.child.exitCode === null && k.child.signalCode === null) k.child.kill('SIGKILL')
+          await Promise.all(kids.map((k) => exited(k.child)))
+        }
+      })
+    }
+  })
+
   describe('ConditionVariable with an AsyncLock across processes', () => {
 
     it('consumers in 3 processes (waitSync and wait) wake holding the lock when this process notifies under it; notify counts them; timeouts return holding the lock', async () => {

@@ -306,7 +306,7 @@ describe('robustness', function () {
       ['locks.query()', 'namedQuery', 'await tl.locks.query()'],
       ['wait()', 'wait', 'tl.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)'],
       ['Semaphore.acquire() queued', 'gateAcquireAsync', 'await new tl.Semaphore(0).acquire(1)'],
-      ['ConditionVariable.notifyOne()', 'notify', 'new tl.ConditionVariable().notifyOne()'],
+      ['ConditionVariable.notifyOne()', 'casNotify', 'new tl.ConditionVariable().notifyOne()'],
       ['Semaphore.waiting', 'waiterCount', 'new tl.Semaphore(1).waiting']
     ]
     for (const [what, fn, call] of cases) {

@@ -346,12 +346,19 @@ tl__shm_napi_waiters(napi_env env, void *addr)
   return tl__shm_result(env, tl_shm_waiters(j, base, addr));
 }
 
+/* A test hook (THREADLOCK_SHM_TEST_NOTIFY_DELAY_MS): a pause before a
+ * notify of shared memory, after the caller changed the word (casNotify:
+ * a Barrier's completion, a latch's last count-down, a condition
+ * variable's bump), the window in which the process may be killed. */
+static _Atomic int tl__notify_delay = -1;
+
 napi_value
 tl__shm_napi_notify(napi_env env, void *addr, double count)
 {
   tl_shm_join_t *j;
   char *base;
 
+  tl__hp_test_pause("THREADLOCK_SHM_TEST_NOTIFY_DELAY_MS", &tl__notify_delay);
   j = tl_shm_find_map(addr, &base);
   if (j == NULL)
     return NULL;
