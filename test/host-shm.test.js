@@ -1877,7 +1877,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await Promise.all(kids.map((k) => exited(k.child)))
     })
 
-    it('CountDownLatch: waiters of other processes (blocking and promise) and of this one are released when counted down to 0 by others; timeouts and aborts', async () => {
+    it('CountDownLatch: waiters of other processes (blocking and promise) and of this one are released when counted down to 0 by others; timeouts and aborts', async function () {
+      this.timeout(180000)
       const b = openSharedMemory('cx', { path: dir, size: 64 })
       const latch = new threadlock.CountDownLatch(3, b, 0)
       await assert.rejects(latch.wait({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
@@ -1893,6 +1894,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const kids = [await open(true), await open(false)]
       const mine = latch.wait()
       await until(() => threadlock.waiterCount(new Int32Array(b), 0) === 3, 'three waiters')
+        .catch((e) => { throw new Error(`${e.message}: ${threadlock.waiterCount(new Int32Array(b), 0)} wait; ${fileState(dir, 'cx', kids)}`) })
       const said = kids.map((k) => next(k.child))
       for (let n = 0; n < 3; n++) {
         assert.deepStrictEqual(run(`const threadlock = require(${INDEX})
