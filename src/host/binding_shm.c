@@ -310,6 +310,18 @@ tl__shm_result(napi_env env, int64_t r)
   return v;
 }
 
+/* A blocking wait's stop from the env's termination probe: its 10 ms
+ * slices, at least 1 ms. */
+static void
+tl__shm_stop_of(const tl_probe_t *probe, tl_host_stop_t *stop)
+{
+  stop->fn = probe->fn;
+  stop->data = probe->data;
+  stop->slice_ms = (int64_t)(probe->slice_ns / 1000000u);
+  if (stop->slice_ms < 1)
+    stop->slice_ms = 1;
+}
+
 napi_value
 tl__shm_napi_wait(napi_env env, void *addr, int width, int64_t expected,
                   double timeout, const tl_probe_t *probe)
@@ -322,13 +334,8 @@ tl__shm_napi_wait(napi_env env, void *addr, int width, int64_t expected,
   j = tl_shm_find_map(addr, &base);
   if (j == NULL || tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
-  if (probe != NULL) {
-    stop.fn = probe->fn;
-    stop.data = probe->data;
-    stop.slice_ms = (int64_t)(probe->slice_ns / 1000000u);
-    if (stop.slice_ms < 1)
-      stop.slice_ms = 1;
-  }
+  if (probe != NULL)
+    tl__shm_stop_of(probe, &stop);
   return tl__shm_result(env,
                         tl_shm_wait(j, base, addr, width, expected, timeout, id,
                                     probe != NULL ? &stop : NULL));
@@ -944,11 +951,7 @@ tl_napi_shm_wait_lock(napi_env env, napi_callback_info info)
   if (tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
   tl__probe_init(tl__env(env), &probe);
-  stop.fn = probe.fn;
-  stop.data = probe.data;
-  stop.slice_ms = (int64_t)(probe.slice_ns / 1000000u);
-  if (stop.slice_ms < 1)
-    stop.slice_ms = 1;
+  tl__shm_stop_of(&probe, &stop);
   return tl__shm_result(env, tl_shm_wait_lock(j, base, addr, expected, timeout,
                                               id, pokes, ticket, &stop));
 }
@@ -1046,11 +1049,7 @@ tl_napi_shm_wait_reserve(napi_env env, napi_callback_info info)
   if (tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
   tl__probe_init(tl__env(env), &probe);
-  stop.fn = probe.fn;
-  stop.data = probe.data;
-  stop.slice_ms = (int64_t)(probe.slice_ns / 1000000u);
-  if (stop.slice_ms < 1)
-    stop.slice_ms = 1;
+  tl__shm_stop_of(&probe, &stop);
   return tl__shm_result(env, tl_shm_wait_reserve(j, base, addr, expected, need,
                                                  timeout, id, &stop));
 }

@@ -932,29 +932,13 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
   return 0;
 }
 
-int
-tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word, uint32_t owner)
-{
-  tl_shm_node_t *nodes = tl__nodes(base);
-  uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
-
-  if (tl_shm_header_ok(j) != 0)
-    return TL_HOST_ECORRUPT;
-  uint32_t end = tl__hwm(base);
-  for (uint32_t i = 0; i < end; i++) {
-    tl_shm_node_t *n = &nodes[i];
-    uint32_t s = atomic_load(&n->state);
-    if (((s & 3) == TL_NODE_WAITING || (s & 3) == TL_NODE_NOTIFIED) &&
-        atomic_load(&n->offset) == offset &&
-        (atomic_load(&n->owner) & TL_SHM_LOCK_ID) == (owner & TL_SHM_LOCK_ID) &&
-        atomic_load(&n->state) == s)
-      return 1;
-  }
-  return 0;
-}
-
-int
-tl_shm_sem_reserved(tl_shm_join_t *j, char *base, const void *word)
+/* 1 when a node of the word at `word` waits or was notified whose owner
+ * is `owner` (0: any) and whose kind has a bit of `kind` (0: any), of a
+ * live owner when `live` (one whose liveness cannot be read counts as
+ * alive); else 0, or TL_HOST_ECORRUPT. */
+static int
+tl__word_has(tl_shm_join_t *j, char *base, const void *word, uint32_t owner,
+             uint32_t kind, int live)
 {
   tl_shm_node_t *nodes = tl__nodes(base);
   uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
@@ -967,16 +951,30 @@ tl_shm_sem_reserved(tl_shm_join_t *j, char *base, const void *word)
     uint32_t s = atomic_load(&n->state);
     if ((s & 3) != TL_NODE_WAITING && (s & 3) != TL_NODE_NOTIFIED)
       continue;
+    uint32_t o = atomic_load(&n->owner);
     if (atomic_load(&n->offset) != offset ||
-        !(atomic_load(&n->kind) & TL_SHM_KIND_RESERVE))
+        (owner != 0 && (o & TL_SHM_LOCK_ID) != (owner & TL_SHM_LOCK_ID)) ||
+        (kind != 0 && !(atomic_load(&n->kind) & kind)))
       continue;
-    uint32_t owner = atomic_load(&n->owner);
-    /* Offset, kind and owner belong to this publication; an owner whose
-     * liveness cannot be read counts as alive. */
-    if (atomic_load(&n->state) == s && tl_shm_owner_alive(j, owner) != 0)
+    /* Offset, owner and kind belong to this publication. */
+    if (atomic_load(&n->state) == s && (!live || tl_shm_owner_alive(j, o) != 0))
       return 1;
   }
   return 0;
+}
+
+int
+tl_shm_has_node(tl_shm_join_t *j, char *base, const void *word, uint32_t owner)
+{
+  if ((owner & TL_SHM_LOCK_ID) == 0)
+    return tl_shm_header_ok(j) != 0 ? TL_HOST_ECORRUPT : 0; /* no such id */
+  return tl__word_has(j, base, word, owner, 0, 0);
+}
+
+int
+tl_shm_sem_reserved(tl_shm_join_t *j, char *base, const void *word)
+{
+  return tl__word_has(j, base, word, 0, TL_SHM_KIND_RESERVE, 1);
 }
 
 int64_t
