@@ -1921,6 +1921,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         waitSync: 'x.arriveAndWaitSync({ timeout: 30000 })',
         waitAsync: 'x.arriveAndWait({ timeout: 30000 })',
         waiting: (x) => x.arrived === 3,
+        changed: (x) => x.phase === 1,
         wake: 'x.arriveAndWaitSync()'
       },
       CountDownLatch: {
@@ -1929,6 +1930,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         waitSync: 'x.waitSync({ timeout: 30000 })',
         waitAsync: 'x.wait({ timeout: 30000 })',
         waiting: (x, b) => threadlock.waiterCount(new Int32Array(b), 0) === 3,
+        changed: (x) => x.count === 0,
         wake: 'x.countDown()'
       },
       ConditionVariable: {
@@ -1939,6 +1941,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         waitSync: '(() => { const l = new threadlock.AsyncLock(b, 16 + 4 * K); l.lock(); const r = x.waitSync(l, { timeout: 30000 }); l.unlock(); return r })()',
         waitAsync: '(async () => { const l = new threadlock.AsyncLock(b, 16 + 4 * K); l.lock(); const r = await x.wait(l, { timeout: 30000 }); l.unlock(); return r })()',
         waiting: (x) => x.waiting === 3,
+        changed: (x, b) => Atomics.load(new Int32Array(b), 0) !== 0,
         wake: 'x.notifyAll()'
       }
     }
@@ -1973,8 +1976,9 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
           kids.push({ child: waker })
           const wOut = { text: '' }
           waker.stdout.on('data', (d) => { wOut.text += d })
-          await until(() => wOut.text === 'waking\n', 'the waker')
-          await new Promise((resolve) => setTimeout(resolve, 300)) // inside its pause
+          // Its change made, its notify not: inside its pause.
+          await until(() => c.changed(x, b), 'the change')
+          await new Promise((resolve) => setTimeout(resolve, 100))
           waker.kill('SIGKILL')
           await exited(waker)
           assert.strictEqual(wOut.text, 'waking\n')
