@@ -1826,7 +1826,9 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
             const { Worker } = require('worker_threads')
             const ac = new AbortController()
             ${{
-              timeout: "say('asking'); sem.acquire(2, { timeout: 600 }).catch((e) => say(e.code))",
+              // Long enough for the request behind it to be queued first
+              // (a process starts in seconds under qemu-user).
+              timeout: `say('asking'); sem.acquire(2, { timeout: ${process.env.THREADLOCK_TEST_QEMU ? 20000 : 3000} }).catch((e) => say(e.code))`,
               abort: "say('asking'); sem.acquire(2, { signal: ac.signal }).catch((e) => say(e.name)); process.stdin.once('data', () => ac.abort())",
               'terminate-sync': `const w = new Worker('const t = require(' + ${JSON.stringify(INDEX)} + '); t.Semaphore.from(require("worker_threads").workerData).acquireSync(2)', { eval: true, workerData: sem.handle })
                 say('asking'); process.stdin.once('data', () => w.terminate().then(() => say('terminated')))`,
