@@ -76,7 +76,7 @@
 //   (kind LOCK; a reserving one keeps its node and is notified instead),
 //   having read the file's poke counter before it looked at the word and
 //   had this process watch every other process of the file
-//   (native.shmWatch: src/host/shm_wait.c, tl_shm_watch_word); a process
+//   (native.shmWatch: src/host/shm_owners.c, tl_shm_watch_all); a process
 //   that opens the file later pokes it once (its arrival), so that the
 //   sleepers look again and watch it too. A death pokes every sleeper of
 //   the file, which looks at the word again.

@@ -109,7 +109,7 @@ tl_napi_shm_open(napi_env env, napi_callback_info info)
   if (m == NULL)
     return tl__shm_error(env, &e, found);
   /* This process's arrival in the file: the lock waiters asleep before it
-   * came look again, and watch it too (tl_shm_watch_word). */
+   * came look again, and watch it too (tl_shm_watch_all). */
   if (tl_shm_announce(tl_shm_join_of(m)))
     tl_shm_poke(tl_shm_join_of(m));
   s = node_api_create_external_sharedarraybuffer(env, tl_shm_data(m),
@@ -1096,7 +1096,9 @@ tl_napi_shm_pokes(napi_env env, napi_callback_info info)
 }
 
 /* shmWatch(int32Array, index, holder) -> undefined: the deaths that
- * matter to a lock waiter of the word are watched (shm_owners.c). */
+ * matter to a sleeper of the word, those of every other process of its
+ * file, are watched (tl_shm_watch_all in shm_owners.c; `holder` is among
+ * them). */
 static napi_value
 tl_napi_shm_watch(napi_env env, napi_callback_info info)
 {
@@ -1110,7 +1112,11 @@ tl_napi_shm_watch(napi_env env, napi_callback_info info)
   TL_GET_ARGS(env, info, 3, argv);
   if (tl__shm_element(env, argv, &addr, &width, &holder, &j, &base) != 0)
     return NULL;
-  int r = tl_shm_watch_word(j, base, addr, (uint32_t)holder);
+  (void)addr;
+  (void)width;
+  (void)holder;
+  (void)base;
+  int r = tl_shm_watch_all(j, tl_shm_poke);
   if (r == TL_HOST_ENODES) {
     napi_throw_error(env, "EAGAIN",
                      "cannot start a watcher thread (the process or user "

@@ -184,27 +184,20 @@ int tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen);
  * nothing. */
 void tl_shm_poke(tl_shm_join_t *j);
 
-/* Makes sure that this process notices the death of every process that
- * may release the word at `word` (`holder` and the word's waiters among
- * them), which is every other process that has the file open: a barger
- * that took the word while the waiter slept may die inside its release.
- * Each is watched by a thread of this join (blocked on that process's
- * liveness byte), which pokes the file's lock waiters when it dies
- * (tl_shm_watch_all); a process that opens the file later announces
- * itself with a poke (tl_shm_announce), so that the waiters look again
- * and watch it too. Returns 0, or TL_HOST_ECORRUPT, or TL_HOST_ENODES when
- * a thread could not be started. */
-int tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
-                      uint32_t holder);
 /* Makes sure that this process watches every other process that has the
  * file open (a live slot: its liveness byte held), each by a thread of
  * this join that calls `poke` (tl_shm_poke) when that process dies; a
  * watcher already running for a slot's generation is kept, and a slot
- * found dead is not probed again until it is claimed again. 0, or
- * TL_HOST_ENODES (a thread could not be started), TL_HOST_ECORRUPT. */
+ * found dead is not probed again until it is claimed again. A sleeper
+ * asks before it sleeps (shmWatch): any such process may release its word
+ * and die inside its release, not only the holder and the word's waiters
+ * (a barger that took the word meanwhile, a Semaphore's releaser); a
+ * process that opens the file later announces itself with a poke
+ * (tl_shm_announce), so that the sleepers look again and watch it too.
+ * 0, or TL_HOST_ENODES (a thread could not be started), TL_HOST_ECORRUPT. */
 int tl_shm_watch_all(tl_shm_join_t *j, void (*poke)(tl_shm_join_t *j));
 /* 1 the first time it is called for the join (this process's arrival in
- * the file, which the opener announces by a poke: tl_shm_watch_word),
+ * the file, which the opener announces by a poke: tl_shm_watch_all),
  * else 0. */
 int tl_shm_announce(tl_shm_join_t *j);
 /* The watcher of the process of owner id `id` (its slot and generation,

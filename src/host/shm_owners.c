@@ -55,15 +55,14 @@
  * the watcher lets it go at once and pokes every lock waiter of the file
  * (tl_shm_poke, given by shm_wait.c, which lies above this file), which
  * looks at its word again. A waiter asks for the
- * watchers of the holder's process and of the processes of the word's
- * other waiters before it sleeps (tl_shm_watch_word), after it published
- * its node, so a death before the watcher blocks is seen by the waiter's
- * own look at the word, and a death after it by the watcher. A watcher
- * ends when its process died; a new one is started when needed. At most
- * one per slot and join; all are cancelled (in their one cancellation
- * point, the lock wait) and joined when the join is left. A thread of a
- * live process that ends (its env's cleanup hook) pokes the file too
- * (tl_shm_thread_remove, after its id is dead): its process's liveness
+ * watchers of every other process of the file before it sleeps
+ * (tl_shm_watch_all), after it published its node, so a death before the
+ * watcher blocks is seen by the waiter's own look at the word, and a death
+ * after it by the watcher. A watcher ends when its process died; a new one is
+ * started when needed. At most one per slot and join; all are cancelled (in
+ * their one cancellation point, the lock wait) and joined when the join is
+ * left. A thread of a live process that ends (its env's cleanup hook) pokes the
+ * file too (tl_shm_thread_remove, after its id is dead): its process's liveness
  * byte stays held.
  *
  * A watcher watches one generation of its slot, the one of the id it was

@@ -623,18 +623,6 @@ tl_shm_poke(tl_shm_join_t *j)
   }
 }
 
-int
-tl_shm_watch_word(tl_shm_join_t *j, char *base, const void *word,
-                  uint32_t holder)
-{
-  (void)base;
-  (void)word;
-  (void)holder;
-  if (tl_shm_header_ok(j) != 0)
-    return TL_HOST_ECORRUPT;
-  return tl_shm_watch_all(j, tl_shm_poke);
-}
-
 typedef struct {
   tl_shm_node_t *node;
   uint32_t state;
