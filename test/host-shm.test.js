@@ -1883,12 +1883,12 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       this.timeout(180000)
       const b = openSharedMemory('cx', { path: dir, size: 64 })
       const latch = new threadlock.CountDownLatch(3, b, 0)
-      await assert.rejects(latch.wait({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
+      await assert.rejects(orState(latch.wait({ timeout: 100 }), 30000, () => fileState(dir, 'cx')), (e) => e.code === 'ETIMEDOUT')
       assert.throws(() => latch.waitSync({ timeout: 100 }), (e) => e.code === 'ETIMEDOUT')
       const ac = new AbortController()
       const aborted = latch.wait({ signal: ac.signal })
       ac.abort()
-      await assert.rejects(aborted, (e) => e.name === 'AbortError')
+      await assert.rejects(orState(aborted, 30000, () => fileState(dir, 'cx')), (e) => e.name === 'AbortError')
       const open = (sync) => child(`const threadlock = require(${INDEX})
         const latch = threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: host.openSharedMemory('cx', { path: dir, size: 64 }), byteOffset: 0 })
         say('waiting')
@@ -1902,11 +1902,74 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         assert.deepStrictEqual(run(`const threadlock = require(${INDEX})
           return threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: host.openSharedMemory('cx', { path: dir, size: 64 }), byteOffset: 0 }).countDown()`, dir), { value: 2 - n })
       }
-      assert.deepStrictEqual(await Promise.all(said), ['open 0', 'open 0'])
-      await mine
+      const settled = []
+      said.forEach((p, k) => p.then((line) => settled.push(`child ${k}: ${line}`)))
+      mine.then(() => settled.push('here'))
+      const state = () => `${threadlock.waiterCount(new Int32Array(b), 0)} wait; settled: ${settled.join(', ') || 'none'}; ${fileState(dir, 'cx', kids)}`
+      assert.deepStrictEqual(await orState(Promise.all(said), 30000, state), ['open 0', 'open 0'])
+      await orState(mine, 30000, state)
       assert.strictEqual(latch.count, 0)
       for (const k of kids) k.child.stdin.end()
       await Promise.all(kids.map((k) => exited(k.child)))
+    })
+    it('a promise waiter that a poke freed, which published again further on before the poke\'s scan ended, is rung by that poke (THREADLOCK_SHM_TEST_POKE_DELAY_MS)', async () => {
+      // A poke (a process's arrival or a death) frees every lock waiter's
+      // node and rings the waiters' processes. The promise waiter W of
+      // another process is freed at node 0, and node 0 is taken at once
+      // by a plain waiter here. A poke that rang W's process as it went
+      // (once per process) let W, whose loop ran during the pause after
+      // node 0 (THREADLOCK_SHM_TEST_POKE_DELAY_MS), publish again at node
+      // 1, which the scan then freed with no ring left: W slept on with
+      // no node, and the count-down never opened it (the hang seen in the
+      // CountDownLatch test above). The rings come at the scan's end now:
+      // W hears of its last free, publishes again, and is opened.
+      const b = openSharedMemory('pk', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const latch = new threadlock.CountDownLatch(1, b, 0)
+      // Three nodes used once: the scan looks as far as node 2.
+      const first = [4, 5, 6].map((k) => threadlock.waitAsync(i, k, 0).value)
+      await until(() => threadlock.waiterCount(i, 4) + threadlock.waiterCount(i, 5) + threadlock.waiterCount(i, 6) === 3, 'three plain waiters')
+      for (const k of [4, 5, 6]) threadlock.notify(i, k)
+      await Promise.all(first)
+      const w = await child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('pk', { path: dir, size: 64 }); const i = new Int32Array(b)
+        const latch = threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: b, byteOffset: 0 })
+        latch.wait().then(() => say('open'))
+        say('waiting')
+        process.stdin.once('data', () => {
+          say('busy')
+          while (Atomics.load(i, 8) === 0) Atomics.wait(i, 9, 0, 5)
+        })`, dir)
+      const kids = [w]
+      let plain
+      try {
+        await until(() => threadlock.waiterCount(i, 0) === 1, 'the promise waiter')
+        const busy = next(w.child)
+        w.child.stdin.write('busy\n')
+        assert.strictEqual(await busy, 'busy')
+        // The poker: its arrival pokes the file, with a pause after each
+        // node freed.
+        const poker = spawn(process.execPath, ['-e', `const host = require(${HOST})
+          host.openSharedMemory('pk', { path: ${JSON.stringify(dir)}, size: 64 })`], { stdio: 'ignore', env: { ...process.env, THREADLOCK_SHM_TEST_POKE_DELAY_MS: '1500' } })
+        await until(() => threadlock.waiterCount(i, 0) === 0, 'the poke\'s free of the waiter\'s node')
+        plain = threadlock.waitAsync(i, 4, 0).value // takes node 0
+        await until(() => threadlock.waiterCount(i, 4) === 1, 'the plain waiter')
+        const opened = next(w.child)
+        Atomics.store(i, 8, 1) // W's loop runs
+        await exited(poker)
+        assert.strictEqual(poker.exitCode, 0)
+        // The poke reached node 1 and freed it: W, rung, published again.
+        await until(() => threadlock.waiterCount(i, 0) === 1, 'the promise waiter, published again after the poke')
+        assert.strictEqual(latch.countDown(), 0)
+        assert.strictEqual(await orState(opened, 20000, () => fileState(dir, 'pk', kids)), 'open')
+      } finally {
+        if (plain !== undefined) {
+          threadlock.notify(i, 4)
+          assert.strictEqual(await plain, 'ok')
+        }
+        for (const k of kids) k.child.kill('SIGKILL')
+        await Promise.all(kids.map((k) => exited(k.child)))
+      }
     })
   })
 

@@ -190,6 +190,15 @@ sem_injections="1:sem-basic 2:sem-basic 3:sem-basic 4:sem-basic 5:sem-death"
 sem_injections="$sem_injections 6:sem-timeouts 7:sem-death 8:sem-death"
 check_injected shm_sem "$sem_injections" test/c/shm_sem.c
 
+# The model of the pokes and doorbells of promise waiters across processes
+# (test/c/shm_poke.c, whose header lists its bugs):
+#   1  a poke rings a process as it frees, once per scan  (P1)
+#   2  a poke does not ring its own process              (P2)
+#   3  the poll clears its queued mark after its look
+#   4  a notify rings before the node is NOTIFIED
+poke_injections="1:poke-basic 2:poke-death 3:poke-basic 4:poke-basic"
+check_injected shm_poke "$poke_injections" test/c/shm_poke.c
+
 echo "total $(($(date +%s) - start_all))s"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -69,6 +69,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model.h"
+
 #ifndef TL_INJECT_BUG
 #define TL_INJECT_BUG 0
 #endif
@@ -144,42 +146,6 @@ static int trail[256][2];
 static int trail_len;
 static int failures;
 static const char *scenario_name;
-
-/* ---- a visited set of states (open addressing) */
-#define VBITS 25
-static uint64_t *visited;
-static size_t stored;
-
-static uint64_t
-hash_st(const st_t *s)
-{
-  const unsigned char *p = (const unsigned char *)s;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < sizeof(*s); i++) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h | 1;
-}
-
-static int
-seen_before(const st_t *s)
-{
-  uint64_t h = hash_st(s);
-  size_t mask = ((size_t)1 << VBITS) - 1;
-  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    if (visited[i] == h)
-      return 1;
-    if (visited[i] == 0) {
-      if (++stored > ((size_t)1 << VBITS) / 10 * 9) {
-        fprintf(stderr, "more states than the visited set holds\n");
-        exit(2);
-      }
-      visited[i] = h;
-      return 0;
-    }
-  }
-}
 
 static const char *pc_names[] = {
   "done",      "dead",       "cs",        "unlock",    "sleep",
@@ -658,7 +624,7 @@ explore(const st_t *s, int depth)
 {
   if (failures > 0)
     return;
-  if (seen_before(s)) {
+  if (model_seen(s, sizeof(*s))) {
     pruned++;
     return;
   }
@@ -711,8 +677,7 @@ run(const char *name, int fifo, int timeouts, int deaths, int barger,
 {
   st_t s;
   memset(&s, 0, sizeof(s));
-  memset(visited, 0, sizeof(uint64_t) << VBITS);
-  stored = 0;
+  model_reset();
   scenario_name = name;
   failures = 0;
   explored = pruned = 0;
@@ -765,8 +730,7 @@ main(void)
   };
   int failed = 0, caught = 0, ran = 0;
 
-  visited = calloc((size_t)1 << VBITS, sizeof(uint64_t));
-  if (visited == NULL) {
+  if (model_init(25) != 0) {
     fprintf(stderr, "out of memory\n");
     return 2;
   }
@@ -782,7 +746,7 @@ main(void)
     failed += f != 0;
     caught += f != 0;
   }
-  free(visited);
+  model_free();
   if (expect_bug)
     return caught > 0 ? 0 : 1;
   return failed == 0 && ran > 0 ? 0 : 1;

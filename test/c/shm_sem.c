@@ -55,6 +55,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model.h"
+
 #ifndef TL_INJECT_BUG
 #define TL_INJECT_BUG 0
 #endif
@@ -128,41 +130,6 @@ static int trail[512][2];
 static int trail_len;
 static int failures;
 static const char *scenario_name;
-
-#define VBITS 22
-static uint64_t *visited;
-static size_t stored;
-
-static uint64_t
-hash_st(const st_t *s)
-{
-  const unsigned char *p = (const unsigned char *)s;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < sizeof(*s); i++) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h | 1;
-}
-
-static int
-seen_before(const st_t *s)
-{
-  uint64_t h = hash_st(s);
-  size_t mask = ((size_t)1 << VBITS) - 1;
-  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-    if (visited[i] == h)
-      return 1;
-    if (visited[i] == 0) {
-      if (++stored > ((size_t)1 << VBITS) / 10 * 9) {
-        fprintf(stderr, "more states than the visited set holds\n");
-        exit(2);
-      }
-      visited[i] = h;
-      return 0;
-    }
-  }
-}
 
 static const char *actor_names[] = { "R", "T", "L" };
 
@@ -534,7 +501,7 @@ go(const st_t *s, int depth, int who, int pc)
 static void
 explore(const st_t *s, int depth)
 {
-  if (seen_before(s)) {
+  if (model_seen(s, sizeof(*s))) {
     pruned++;
     return;
   }
@@ -590,8 +557,7 @@ run(const char *name, int timeouts, int deaths)
 {
   st_t s;
   memset(&s, 0, sizeof(s));
-  memset(visited, 0, sizeof(uint64_t) << VBITS);
-  stored = 0;
+  model_reset();
   scenario_name = name;
   failures = 0;
   explored = pruned = 0;
@@ -627,8 +593,7 @@ main(void)
   };
   int failed = 0, ran = 0;
 
-  visited = calloc((size_t)1 << VBITS, sizeof(uint64_t));
-  if (visited == NULL) {
+  if (model_init(22) != 0) {
     fprintf(stderr, "out of memory\n");
     return 2;
   }
@@ -639,7 +604,7 @@ main(void)
     failed += run(scenarios[i].name, scenarios[i].timeouts,
                   scenarios[i].deaths) != 0;
   }
-  free(visited);
+  model_free();
   if (expect_bug)
     return failed > 0 ? 0 : 1;
   return failed == 0 && ran > 0 ? 0 : 1;

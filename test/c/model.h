@@ -1,0 +1,76 @@
+/* The visited set of the systematic checkers (test/c/shm_handoff.c,
+ * shm_sem.c, shm_poke.c): each explores every interleaving of its
+ * actors' steps depth first and skips a state it met before. A state is
+ * a plain struct with no padding left uninitialised (the checkers memset
+ * it first), hashed bytewise (FNV-1a) into an open-addressing table of
+ * 2^bits hashes. Two states with one hash are taken as one: with 64-bit
+ * hashes and a few million states the chance is negligible, and it can
+ * only hide an execution, never report a false one.
+ */
+#ifndef TL_TEST_MODEL_H_
+#define TL_TEST_MODEL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t *model_visited;
+static size_t model_stored;
+static unsigned model_bits;
+
+/* Makes the table (once per program): 2^bits entries. 0, or -1 without
+ * memory. */
+static int
+model_init(unsigned bits)
+{
+  model_bits = bits;
+  model_stored = 0;
+  model_visited = calloc((size_t)1 << bits, sizeof(uint64_t));
+  return model_visited == NULL ? -1 : 0;
+}
+
+/* Empties it for the next scenario. */
+static void
+model_reset(void)
+{
+  memset(model_visited, 0, sizeof(uint64_t) << model_bits);
+  model_stored = 0;
+}
+
+static void
+model_free(void)
+{
+  free(model_visited);
+  model_visited = NULL;
+}
+
+/* Whether the state of `size` bytes at `state` was met before; records it
+ * if not. Exits (2) when the table is 90% full. */
+static int
+model_seen(const void *state, size_t size)
+{
+  const unsigned char *p = state;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < size; i++) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  h |= 1; /* 0 marks an empty entry */
+  size_t mask = ((size_t)1 << model_bits) - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    if (model_visited[i] == h)
+      return 1;
+    if (model_visited[i] == 0) {
+      if (++model_stored > ((size_t)1 << model_bits) / 10 * 9) {
+        fprintf(stderr, "more states than the visited set holds\n");
+        exit(2);
+      }
+      model_visited[i] = h;
+      return 0;
+    }
+  }
+}
+
+#endif
