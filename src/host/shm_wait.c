@@ -563,31 +563,33 @@ tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen)
 }
 
 /* A test hook (THREADLOCK_SHM_TEST_POKE_DELAY_MS): a pause in a poke's
- * scan after each node it handled (freed, or found notified), the window
- * in which a promise waiter that heard of it would be back, published
- * again further on, before the scan ends (P1). */
+ * scan after each node it handled (freed or found notified, and its
+ * waiter woken or rung), the window in which a promise waiter that heard
+ * of it is back, published again further on, before the scan ends (P1). */
 static _Atomic int tl__poke_delay = -1;
 
 /* P1. Every promise waiter whose node a poke freed (or found notified)
- * hears a ring of its process's doorbell after that free: the rings of a
- * scan are made at its end, one per process slot. A ring made as the
- * scan went, once per slot, was lost for a waiter that heard it, took its
- * result, published again on a node further on, and was freed there by
- * the same scan (its process was rung already): its record stayed with a
- * free node and nothing left to ring.
- * P2. A poke rings its own process's doorbell too. A poking process
- * killed between a free and its ring leaves that waiter's record with a
- * free node; the waiter's process watches every process of the file (it
- * has a lock waiter), so its own watcher pokes at that death, and its
- * own ring has its loop look at every record. (A blocking waiter looks
- * at its node at least every 10 ms slice.) test/c/shm_poke.c checks both
- * with every interleaving. */
+ * hears a ring of its process's doorbell after that free: each node's
+ * ring follows its free at once. A ring made once per process and scan
+ * was lost for a waiter that heard it, took its result, published again
+ * on a node further on, and was freed there by the same scan: its record
+ * kept a free node and nothing was left to ring it (a CountDownLatch test
+ * hung so).
+ * P2. A poke rings its own process's doorbell at its end. A poking
+ * process killed between a free and its ring leaves that waiter's record
+ * with a free node; the waiter's process watches every process of the
+ * file that was there when it last slept (it has a lock waiter), so its
+ * own watcher pokes at that death, and its own ring has its loop look at
+ * every record. A process killed inside its arrival poke, between a free
+ * and its ring, is not watched yet by the waiters it reaches first: the
+ * window is those two steps. (A blocking waiter looks at its node at
+ * least every 10 ms slice.) test/c/shm_poke.c checks P1 and P2 with every
+ * interleaving. */
 void
 tl_shm_poke(tl_shm_join_t *j)
 {
   char *base = tl__shm_page(j);
   tl_shm_node_t *nodes = tl__nodes(base);
-  uint32_t ring[(TL_SHM_SLOTS + 31) / 32] = { 0 };
 
   if (tl_shm_header_ok(j) != 0)
     return;
@@ -635,16 +637,11 @@ tl_shm_poke(tl_shm_join_t *j)
     }
     if (!(kind & TL_SHM_KIND_ASYNC))
       tl__hp_wake((uint32_t *)&n->state, 1);
-    else if (slot < TL_SHM_SLOTS)
-      ring[slot / 32] |= 1u << (slot % 32);
+    else
+      tl__ring_slot(base, slot);
     tl__hp_test_pause("THREADLOCK_SHM_TEST_POKE_DELAY_MS", &tl__poke_delay);
   }
-  uint32_t me = tl_shm_join_slot(j);
-  if (me < TL_SHM_SLOTS)
-    ring[me / 32] |= 1u << (me % 32);
-  for (uint32_t slot = 0; slot < TL_SHM_SLOTS; slot++)
-    if (ring[slot / 32] & (1u << (slot % 32)))
-      tl__ring_slot(base, slot);
+  tl__ring_slot(base, tl_shm_join_slot(j));
 }
 
 typedef struct {

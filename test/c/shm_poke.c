@@ -22,8 +22,8 @@
  *           freed by a poke: nothing; after either it looks again.
  *   P       a process that pokes the file (its arrival; a death its
  *           watcher saw): the counter grows, then one step per node (a
- *           WAITING node freed, a NOTIFIED one left; its owner's process
- *           marked), then one ring per marked process and its own (P1).
+ *           WAITING node freed, a NOTIFIED one left) and one to ring that
+ *           node's owner (P1), then one to ring its own process (P2).
  *   C       the last count-down: the count to 0, then a notify of every
  *           node: one step to move it from WAITING to NOTIFIED, one to
  *           ring its owner's doorbell.
@@ -37,9 +37,9 @@
  *
  * TL_INJECT_BUG=n builds a known bug into the model; test/c/run.sh checks
  * that the checker catches each (TL_EXPECT_BUG=1):
- *   1  a poke rings a process as it frees its first node, once per scan
- *      (the lost ring of the CountDownLatch test: a waiter back on a later
- *      node is freed there unheard)
+ *   1  a poke rings a process once per scan, after its first node (the
+ *      lost ring of the CountDownLatch test: a waiter back on a later node
+ *      is freed there unheard)
  *   2  a poke does not ring its own process (a poker killed between its
  *      free and its ring leaves the waiter with a freed node, unheard)
  *   3  the poll clears the queued mark after it looked at the node, not
@@ -77,8 +77,9 @@ enum {
   /* a poker */
   K_IDLE,
   K_START, /* the counter grows */
-  K_SCAN,  /* node `idx` */
-  K_RING,  /* process `idx` */
+  K_SCAN,  /* node `idx`: freed (WAITING) or left (NOTIFIED) */
+  K_RING,  /* the ring of that node's owner */
+  K_OWN,   /* the ring of its own process (P2) */
   K_DONE,
   K_DEAD,
   /* the count-down */
@@ -98,7 +99,7 @@ typedef struct {
   uint8_t rang[NW], queued[NW], counted[NW];
   uint8_t wpc[NW], pk[NW], rnode[NW], rseq[NW], clear_after[NW];
   /* each poker */
-  uint8_t kpc[NK], kidx[NK], kmark[NK];
+  uint8_t kpc[NK], kidx[NK], kmark[NK], kring[NK];
   uint8_t cpc, cidx;
   uint8_t deaths_left;
 } st_t;
@@ -238,36 +239,38 @@ step_poker(st_t *s, int k)
     return 1;
   case K_SCAN: {
     int n = s->kidx[k];
-    int mark = 0;
+    int handled = 0;
     if (s->nst[n] == WAITING) {
       free_node(s, n);
-      mark = 1;
+      handled = 1;
     } else if (s->nst[n] == NOTIFIED) {
-      mark = 1;
+      handled = 1;
     }
-    if (mark) {
+    if (handled) {
+      /* Its owner's ring, the next step (P1); bug 1: once per scan. */
       int o = s->nown[n];
-      if (TL_INJECT_BUG == 1 && !(s->kmark[k] & (1u << o)))
-        ring(s, o);
+      int first = !(s->kmark[k] & (1u << o));
       s->kmark[k] |= (uint8_t)(1u << o);
+      if (TL_INJECT_BUG != 1 || first) {
+        s->kring[k] = (uint8_t)o;
+        s->kpc[k] = K_RING;
+        return 1;
+      }
     }
-    if (++s->kidx[k] == NN) {
-      s->kidx[k] = 0;
-      s->kpc[k] = K_RING;
-    }
+    if (++s->kidx[k] == NN)
+      s->kpc[k] = K_OWN;
     return 1;
   }
-  case K_RING: {
-    int w = s->kidx[k];
-    int marked = (s->kmark[k] >> w) & 1;
-    if (TL_INJECT_BUG == 1)
-      marked = 0; /* rung as it went */
-    if (marked || (w == own && TL_INJECT_BUG != 2))
-      ring(s, w);
-    if (++s->kidx[k] == NW)
-      s->kpc[k] = K_DONE;
+  case K_RING:
+    ring(s, s->kring[k]);
+    s->kpc[k] = ++s->kidx[k] == NN ? K_OWN : K_SCAN;
     return 1;
-  }
+  case K_OWN:
+    /* P2: its own process's doorbell (bug 2: not). */
+    if (own != NONE && TL_INJECT_BUG != 2)
+      ring(s, own);
+    s->kpc[k] = K_DONE;
+    return 1;
   default:
     return 0;
   }
