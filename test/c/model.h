@@ -19,16 +19,25 @@
 static uint64_t *model_visited;
 static size_t model_stored;
 static unsigned model_bits;
+/* The scenario being explored: its name, the states explored and met
+ * again, and the failures found (a checker stops at the first). */
+static const char *scenario_name;
+static unsigned long explored, pruned;
+static int failures;
 
 /* Makes the table (once per program): 2^bits entries. 0, or -1 without
- * memory. */
+ * memory (said on stderr). */
 static int
 model_init(unsigned bits)
 {
   model_bits = bits;
   model_stored = 0;
   model_visited = calloc((size_t)1 << bits, sizeof(uint64_t));
-  return model_visited == NULL ? -1 : 0;
+  if (model_visited == NULL) {
+    fprintf(stderr, "out of memory\n");
+    return -1;
+  }
+  return 0;
 }
 
 /* Empties it for the next scenario. */
@@ -71,6 +80,44 @@ model_seen(const void *state, size_t size)
       return 0;
     }
   }
+}
+
+/* Starts the scenario `name`: an empty table, nothing counted. */
+static void
+model_begin(const char *name)
+{
+  model_reset();
+  scenario_name = name;
+  failures = 0;
+  explored = pruned = 0;
+}
+
+/* Whether the scenario `name` runs: all, or those named in TL_SCENARIO. */
+static int
+model_wanted(const char *name)
+{
+  const char *only = getenv("TL_SCENARIO");
+  return only == NULL || strstr(only, name) != NULL;
+}
+
+/* A scenario's line of the report. */
+static void
+model_report(const char *name, int width, int failures, unsigned long explored,
+             unsigned long pruned)
+{
+  printf("%-*s %s  %lu states (%lu met again)\n", width, name,
+         failures ? "FAIL" : "ok  ", explored, pruned);
+}
+
+/* The exit status: 0 when every scenario that ran passed (and one ran);
+ * with TL_EXPECT_BUG set (a bug built in, test/c/run.sh), 0 when one
+ * failed. */
+static int
+model_exit(int failed, int ran)
+{
+  if (getenv("TL_EXPECT_BUG") != NULL)
+    return failed > 0 ? 0 : 1;
+  return failed == 0 && ran > 0 ? 0 : 1;
 }
 
 #endif

@@ -114,12 +114,12 @@ typedef struct {
   uint8_t seq[NA];   /* grows at each free */
   uint8_t alive[NA]; /* liveness */
   uint8_t pc[NA];
-  uint8_t seen[NA];   /* the word as last loaded (#try, unlock, passOn) */
-  uint8_t target[NA]; /* the value #try writes */
-  uint8_t pokes[NA];  /* the poke counter when #try loaded */
-  uint8_t held[NA];   /* a release's `held` */
-  uint8_t after[NA];  /* where a release returns to */
-  uint8_t handon[NA]; /* #try takes the word only to release it (I6) */
+  uint8_t seen[NA];      /* the word as last loaded (#try, unlock, passOn) */
+  uint8_t target[NA];    /* the value #try writes */
+  uint8_t pokes[NA];     /* the poke counter when #try loaded */
+  uint8_t held[NA];      /* a release's `held` */
+  uint8_t after[NA];     /* where a release returns to */
+  uint8_t handon[NA];    /* #try takes the word only to release it (I6) */
   uint8_t handed_on[NA]; /* it did so once in this try: no more */
   uint8_t cand[NA][NA], cseq[NA][NA], ncand[NA], k[NA];
   uint8_t timeout_left[NA];
@@ -139,19 +139,16 @@ typedef struct {
   uint8_t call[NA], callseq[NA];
 } st_t;
 
-static unsigned long explored, pruned;
 /* The steps of the execution being explored: actor, and its pc before the
  * step (or 100 + actor for a timeout, 200 + actor for a death). */
 static int trail[256][2];
 static int trail_len;
-static int failures;
-static const char *scenario_name;
 
 static const char *pc_names[] = {
-  "done",      "dead",       "cs",        "unlock",    "sleep",
-  "try",       "trycas",     "setw",      "pub",       "check",
-  "leave",     "leavecas",   "rel_scan",  "rel_next",  "rel_hand",
-  "rel_tell",  "rel_back",   "rel_free",  "rel_notify", "rel_mark"
+  "done",     "dead",     "cs",       "unlock",     "sleep",
+  "try",      "trycas",   "setw",     "pub",        "check",
+  "leave",    "leavecas", "rel_scan", "rel_next",   "rel_hand",
+  "rel_tell", "rel_back", "rel_free", "rel_notify", "rel_mark"
 };
 static const char *actor_names[] = { "H", "W1", "W2", "B" };
 
@@ -235,8 +232,7 @@ static int
 take_up(st_t *s, int a)
 {
   uint8_t me = (uint8_t)(a + 1);
-  if (s->node[a] != NOTIFIED || s->word != (HB | WB | me) ||
-      TL_INJECT_BUG == 5)
+  if (s->node[a] != NOTIFIED || s->word != (HB | WB | me) || TL_INJECT_BUG == 5)
     return 0;
   s->word = WB | me;
   node_free(s, a);
@@ -520,8 +516,7 @@ step(st_t *s, int a)
      * misses a node published since while the word was still held). */
     for (uint8_t i = 0; TL_INJECT_BUG == 3 && i < s->ncand[a]; i++) {
       int c = s->cand[a][i];
-      if (s->node[c] == WAITING && s->seq[c] == s->cseq[a][i] &&
-          s->alive[c]) {
+      if (s->node[c] == WAITING && s->seq[c] == s->cseq[a][i] && s->alive[c]) {
         s->node[c] = NOTIFIED;
         break;
       }
@@ -677,10 +672,7 @@ run(const char *name, int fifo, int timeouts, int deaths, int barger,
 {
   st_t s;
   memset(&s, 0, sizeof(s));
-  model_reset();
-  scenario_name = name;
-  failures = 0;
-  explored = pruned = 0;
+  model_begin(name);
   s.fifo = (uint8_t)fifo;
   s.loop_w1 = (uint8_t)loop_w1;
   s.word = (uint8_t)((H + 1) | WB);
@@ -696,8 +688,7 @@ run(const char *name, int fifo, int timeouts, int deaths, int barger,
   s.pc[B] = barger ? P_TRY : P_DONE;
   s.deaths_left = (uint8_t)deaths;
   explore(&s, 0);
-  printf("%-34s %s  %lu states (%lu met again)\n", name,
-         failures ? "FAIL" : "ok  ", explored, pruned);
+  model_report(name, 34, failures, explored, pruned);
   return failures;
 }
 
@@ -715,8 +706,6 @@ run(const char *name, int fifo, int timeouts, int deaths, int barger,
 int
 main(void)
 {
-  const char *only = getenv("TL_SCENARIO");
-  int expect_bug = getenv("TL_EXPECT_BUG") != NULL;
   static const struct {
     const char *name;
     int fifo, timeouts, deaths, barger, loop_w1;
@@ -728,26 +717,20 @@ main(void)
     { "fifo-basic", 1, 0, 0, 1, 0 },    { "fifo-timeouts", 1, 1, 0, 1, 0 },
     { "fifo-death", 1, 0, 1, 1, 0 },    { "fifo-all", 1, 1, 1, 1, 0 },
   };
-  int failed = 0, caught = 0, ran = 0;
+  int failed = 0, ran = 0;
 
-  if (model_init(25) != 0) {
-    fprintf(stderr, "out of memory\n");
+  if (model_init(25) != 0)
     return 2;
-  }
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-    if (only != NULL && strstr(only, scenarios[i].name) == NULL)
+    if (!model_wanted(scenarios[i].name))
       continue;
     if (TL_SANITIZED && scenarios[i].timeouts && scenarios[i].deaths)
       continue;
     ran++;
     int f = run(scenarios[i].name, scenarios[i].fifo, scenarios[i].timeouts,
-                scenarios[i].deaths, scenarios[i].barger,
-                scenarios[i].loop_w1);
+                scenarios[i].deaths, scenarios[i].barger, scenarios[i].loop_w1);
     failed += f != 0;
-    caught += f != 0;
   }
   model_free();
-  if (expect_bug)
-    return caught > 0 ? 0 : 1;
-  return failed == 0 && ran > 0 ? 0 : 1;
+  return model_exit(failed, ran);
 }

@@ -104,12 +104,9 @@ typedef struct {
   uint8_t deaths_left;
 } st_t;
 
-static unsigned long explored, pruned;
 /* The steps of the execution being explored: what moved, as text. */
 static char trail[512][48];
 static int trail_len;
-static int failures;
-static const char *scenario_name;
 
 static void
 fail(const st_t *s, const char *what)
@@ -425,10 +422,7 @@ run(const char *name, int waiters, int deaths)
 {
   st_t s;
   memset(&s, 0, sizeof(s));
-  model_reset();
-  scenario_name = name;
-  failures = 0;
-  explored = pruned = 0;
+  model_begin(name);
   s.count = 1;
   for (int w = 0; w < NW; w++) {
     s.wpc[w] = w < waiters ? W_LOOK : W_DONE;
@@ -440,16 +434,13 @@ run(const char *name, int waiters, int deaths)
   s.cpc = C_SET;
   s.deaths_left = (uint8_t)deaths;
   explore(&s, 0);
-  printf("%-22s %s  %lu states (%lu met again)\n", name,
-         failures ? "FAIL" : "ok  ", explored, pruned);
+  model_report(name, 22, failures, explored, pruned);
   return failures;
 }
 
 int
 main(void)
 {
-  const char *only = getenv("TL_SCENARIO");
-  int expect_bug = getenv("TL_EXPECT_BUG") != NULL;
   /* With a death, one waiter: two watchers' pokes besides P's and the
    * notify make two waiters too many states for the visited set. */
   static const struct {
@@ -461,19 +452,15 @@ main(void)
   };
   int failed = 0, ran = 0;
 
-  if (model_init(22) != 0) {
-    fprintf(stderr, "out of memory\n");
+  if (model_init(22) != 0)
     return 2;
-  }
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-    if (only != NULL && strstr(only, scenarios[i].name) == NULL)
+    if (!model_wanted(scenarios[i].name))
       continue;
     ran++;
     failed +=
         run(scenarios[i].name, scenarios[i].waiters, scenarios[i].deaths) != 0;
   }
   model_free();
-  if (expect_bug)
-    return failed > 0 ? 0 : 1;
-  return failed == 0 && ran > 0 ? 0 : 1;
+  return model_exit(failed, ran);
 }

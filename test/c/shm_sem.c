@@ -90,12 +90,12 @@ enum {
   R_GUFREE,  /* free its node */
   R_GUWAKE,  /* load the word: wake the others if WAITERS */
   /* T */
-  T_TRY,  /* read the poke counter, load the word */
-  T_TAKE, /* compare-exchange: take 1 */
-  T_CHK,  /* the reservation's node: live? */
-  T_CLR,  /* compare-exchange: clear an orphan RESERVED */
-  T_PREP, /* compare-exchange: WAITERS on */
-  T_PUB,  /* publish its node */
+  T_TRY,   /* read the poke counter, load the word */
+  T_TAKE,  /* compare-exchange: take 1 */
+  T_CHK,   /* the reservation's node: live? */
+  T_CLR,   /* compare-exchange: clear an orphan RESERVED */
+  T_PREP,  /* compare-exchange: WAITERS on */
+  T_PUB,   /* publish its node */
   T_CHECK, /* the value check (and the poke counter, behind a reservation) */
   T_WD,    /* withdraw / leave its node */
   T_SLEEP, /* asleep on its node */
@@ -125,11 +125,8 @@ typedef struct {
   uint8_t nidx[NA], nseen[NA], nret[NA]; /* notify-all */
 } st_t;
 
-static unsigned long explored, pruned;
 static int trail[512][2];
 static int trail_len;
-static int failures;
-static const char *scenario_name;
 
 static const char *actor_names[] = { "R", "T", "L" };
 
@@ -434,8 +431,7 @@ step(st_t *s, int a)
       s->pc[a] = s->nret[a];
       return 1;
     }
-    s->nseen[a] =
-        s->node[i] == WAITING ? (uint8_t)(1 + s->seq[i]) : (uint8_t)0;
+    s->nseen[a] = s->node[i] == WAITING ? (uint8_t)(1 + s->seq[i]) : (uint8_t)0;
     if (s->nseen[a] == 0)
       s->nidx[a]++;
     else
@@ -526,8 +522,7 @@ explore(const st_t *s, int depth)
     go(&n, depth, 100 + R, s->pc[R]);
   }
   /* R dies at any step (before it is done). */
-  if (failures == 0 && s->alive_r && s->deaths_left > 0 &&
-      s->pc[R] != P_DONE) {
+  if (failures == 0 && s->alive_r && s->deaths_left > 0 && s->pc[R] != P_DONE) {
     st_t n = *s;
     n.deaths_left--;
     n.alive_r = 0;
@@ -557,10 +552,7 @@ run(const char *name, int timeouts, int deaths)
 {
   st_t s;
   memset(&s, 0, sizeof(s));
-  model_reset();
-  scenario_name = name;
-  failures = 0;
-  explored = pruned = 0;
+  model_begin(name);
   s.P = TOTAL - 2;
   s.held[L] = 2;
   s.alive_r = 1;
@@ -572,16 +564,13 @@ run(const char *name, int timeouts, int deaths)
   s.timeout_left = (uint8_t)timeouts;
   s.deaths_left = (uint8_t)deaths;
   explore(&s, 0);
-  printf("%-22s %s  %lu states (%lu met again)\n", name,
-         failures ? "FAIL" : "ok  ", explored, pruned);
+  model_report(name, 22, failures, explored, pruned);
   return failures;
 }
 
 int
 main(void)
 {
-  const char *only = getenv("TL_SCENARIO");
-  int expect_bug = getenv("TL_EXPECT_BUG") != NULL;
   static const struct {
     const char *name;
     int timeouts, deaths;
@@ -593,19 +582,15 @@ main(void)
   };
   int failed = 0, ran = 0;
 
-  if (model_init(22) != 0) {
-    fprintf(stderr, "out of memory\n");
+  if (model_init(22) != 0)
     return 2;
-  }
   for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-    if (only != NULL && strstr(only, scenarios[i].name) == NULL)
+    if (!model_wanted(scenarios[i].name))
       continue;
     ran++;
-    failed += run(scenarios[i].name, scenarios[i].timeouts,
-                  scenarios[i].deaths) != 0;
+    failed +=
+        run(scenarios[i].name, scenarios[i].timeouts, scenarios[i].deaths) != 0;
   }
   model_free();
-  if (expect_bug)
-    return failed > 0 ? 0 : 1;
-  return failed == 0 && ran > 0 ? 0 : 1;
+  return model_exit(failed, ran);
 }
