@@ -30,8 +30,8 @@ const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
 const native = require('./native')
 const { readFlag, readSyncOptions, readAsyncOptions } = require('./validate')
-const { deadlockError, timeoutError } = require('./errors')
-const { ThreadQueue, Request } = require('./ThreadQueue')
+const { deadlockError } = require('./errors')
+const { ThreadQueue, Request, competing } = require('./ThreadQueue')
 const { LockWord } = require('./LockWord')
 const { ShmLock } = require('./ShmLock')
 
@@ -274,12 +274,8 @@ class AsyncLock extends SharedSlot {
   #send (req, barge = true) {
     req.native = true
     this.#side.queue.unwatch(req)
-    const o = req.options
-    const timeout = gate.remaining(req.deadline)
-    const p = timeout === 0 && o.timeout !== 0
-      ? Promise.reject(timeoutError(o.timeout, req.where))
-      : gate.gateAsync(this.#i32, 0, GATE_LOCK, barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE,
-        timeout === o.timeout ? o : { ...o, timeout }, req.where, performance.now() - req.madeAt)
+    const flags = barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE
+    const p = competing(req, (o) => gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, req.where, performance.now() - req.madeAt))
     p.then((ownerDied) => {
       this.#side.queue.remove(req)
       this.#word.restart()

@@ -32,9 +32,7 @@
 //   without competing.
 
 const native = require('./native')
-const gate = require('./gate')
-const { ThreadQueue, Request } = require('./ThreadQueue')
-const { timeoutError } = require('./errors')
+const { ThreadQueue, Request, competing } = require('./ThreadQueue')
 
 // Per word address: a WeakRef to the thread's side, swept when no object
 // on the word is left (the objects hold the side).
@@ -104,11 +102,7 @@ class ShmSide {
   #start (req) {
     req.native = true
     this.queue.unwatch(req)
-    const o = req.options
-    const left = gate.remaining(req.deadline)
-    const p = left === 0 && o.timeout !== 0
-      ? Promise.reject(timeoutError(o.timeout, req.where))
-      : req.compete(left === o.timeout ? o : { ...o, timeout: left }, req.where, o.timeout)
+    const p = competing(req, (o) => req.compete(o, req.where, req.options.timeout))
     p.then((grant) => {
       this.queue.remove(req)
       req.resolve(grant)

@@ -16,7 +16,7 @@
 // timeout, withdrawal and reference take over.
 
 const { performance } = require('perf_hooks')
-const { deadlineOf } = require('./gate')
+const { deadlineOf, remaining } = require('./gate')
 const { timeoutError, abortError } = require('./errors')
 const { atDeadline } = require('./timer')
 
@@ -45,6 +45,27 @@ function noop () {}
 // setTimeout's range (lib/timer.js).
 function armTimer (req, fire) {
   atDeadline(req.deadline, fire, (timer) => { req.timer = timer })
+}
+
+/**
+ * The first request's turn to compete (in the core, or in the lock's own
+ * wait across processes): the promise `compete(options)` returns, given the
+ * options with the time the request has left; a timeout if none is left;
+ * or the failure `compete` threw. A native call on a thread that is being
+ * terminated throws once its stop's bound is over (lib/native.js,
+ * stopTerminated), and the request must then leave the queue and reject
+ * like any other failure: a throw that escaped left it first in the queue
+ * for good, and the thread's next blocking request was refused (EDEADLK).
+ */
+function competing (req, compete) {
+  const o = req.options
+  const left = remaining(req.deadline)
+  if (left === 0 && o.timeout !== 0) return Promise.reject(timeoutError(o.timeout, req.where))
+  try {
+    return compete(left === o.timeout ? o : { ...o, timeout: left })
+  } catch (err) {
+    return Promise.reject(err)
+  }
 }
 
 class ThreadQueue {
@@ -105,4 +126,4 @@ class ThreadQueue {
   }
 }
 
-module.exports = { ThreadQueue, Request }
+module.exports = { ThreadQueue, Request, competing }
