@@ -275,7 +275,7 @@ class AsyncLock extends SharedSlot {
     req.native = true
     this.#side.queue.unwatch(req)
     const flags = barge ? this.#word.flags : this.#word.flags & ~LOCK_BARGE
-    const p = competing(req, (o) => gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, req.where, performance.now() - req.madeAt))
+    const p = competing(req, (o) => gate.gateAsync(this.#i32, 0, GATE_LOCK, flags, o, req.where, performance.now() - req.madeAt, req.options.timeout))
     p.then((ownerDied) => {
       this.#side.queue.remove(req)
       this.#word.restart()

@@ -68,15 +68,17 @@ function settle (r, signal, onCode) {
 
 // Promise gate request; resolves with whether the previous owner died.
 // `waited`: milliseconds it has waited in its thread's queue already (it
-// takes its place in the core's queue by its first arrival).
-function gateAsync (i32, index, gate, amount, o, where, waited = 0) {
+// takes its place in the core's queue by its first arrival); `shown`: the
+// timeout its error names (the request's own, where `o.timeout` is what
+// was left of it).
+function gateAsync (i32, index, gate, amount, o, where, waited = 0, shown = o.timeout) {
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   const r = native.gateAcquireAsync(i32, index, gate, selfId, amount, o.timeout, o.ref, o.signal !== undefined, waited)
   if (typeof r === 'number') return Promise.resolve(r === OWNER_DIED)
   return settle(r, o.signal, (code) => {
     if (code === ACQUIRED) return false
     if (code === OWNER_DIED) return true
-    throw timeoutError(o.timeout, where)
+    throw timeoutError(shown, where)
   })
 }
 

@@ -114,6 +114,25 @@ describe('methods refuse unknown options', () => {
     lock.unlock()
   })
 
+  it('a promise request sent to the core names its own timeout when it runs out, not the time it had left when sent', async () => {
+    // Another thread holds the lock: the worker's request goes to the core
+    // at once, with what is left of its 200 ms (a fraction less).
+    const lock = new AsyncLock()
+    lock.lock()
+    const { Worker } = require('worker_threads')
+    const w = new Worker(`const { AsyncLock } = require(${JSON.stringify(require('path').join(__dirname, '..'))})
+      const { workerData, parentPort } = require('worker_threads')
+      AsyncLock.from(workerData).acquire({ timeout: 200 }).then(() => parentPort.postMessage('granted'), (e) => parentPort.postMessage(e.code + ': ' + e.message))`,
+    { eval: true, workerData: lock.handle })
+    try {
+      const [said] = await require('events').once(w, 'message')
+      assert.strictEqual(said, 'ETIMEDOUT: AsyncLock.acquire: not acquired within 200 ms')
+    } finally {
+      lock.unlock()
+      await w.terminate()
+    }
+  })
+
   it('locks.request follows Web Locks: an unknown member is ignored', async () => {
     const r = await tl.locks.request('method-options-unknown', { timout: 10 }, (l) => l.mode)
     assert.strictEqual(r, 'exclusive')
