@@ -301,6 +301,26 @@ describe('robustness', function () {
   // coming, it throws the terminating error after its bound), never a
   // TypeError, never a result made of the undefined.
   describe('a native call that answers nothing while the thread is being terminated', () => {
+    // The start of each worker's source: threadlock loaded with the native
+    // function workerData.fn stubbed to answer undefined (the same module
+    // object that lib/native.js loads, stubbed first), and `tl`, `req`,
+    // `workerData`, `parentPort` defined. No termination comes there: the
+    // stop's loop ends after 100 ms instead of its second, as it would
+    // under an embedder's stop.
+    const STUBBED = `
+      const path = require('path')
+      const { createRequire } = require('module')
+      const { workerData, parentPort } = require('worker_threads')
+      const req = createRequire(path.join(workerData.root, 'lib', 'native.js'))
+      let binding
+      try {
+        binding = req('node-gyp-build')(workerData.root)
+      } catch (err) {
+        binding = req(path.join(workerData.root, 'build', 'Release', 'threadlock.node'))
+      }
+      binding[workerData.fn] = () => undefined
+      req(path.join(workerData.root, 'lib', 'errors.js')).termination.graceMs = 100
+      const tl = req(workerData.root)`
     const cases = [
       ['locks.request()', 'namedRequest', `await tl.locks.request('terminating-' + process.pid, () => 'ran')`],
       ['locks.query()', 'namedQuery', 'await tl.locks.query()'],
@@ -311,23 +331,7 @@ describe('robustness', function () {
     ]
     for (const [what, fn, call] of cases) {
       it(`${what} (${fn} answers undefined) does not run on with it`, async () => {
-        const worker = new Worker(`
-          const path = require('path')
-          const { createRequire } = require('module')
-          const { workerData, parentPort } = require('worker_threads')
-          // The same module object that lib/native.js loads, stubbed first.
-          const req = createRequire(path.join(workerData.root, 'lib', 'native.js'))
-          let binding
-          try {
-            binding = req('node-gyp-build')(workerData.root)
-          } catch (err) {
-            binding = req(path.join(workerData.root, 'build', 'Release', 'threadlock.node'))
-          }
-          binding[workerData.fn] = () => undefined
-          // No termination comes here: the stop's loop ends after 100 ms
-          // instead of its second, as it would under an embedder's stop.
-          req(path.join(workerData.root, 'lib', 'errors.js')).termination.graceMs = 100
-          const tl = req(workerData.root)
+        const worker = new Worker(`${STUBBED}
           ;(async () => {
             try {
               parentPort.postMessage({ returned: String(${call}) })
@@ -345,49 +349,36 @@ describe('robustness', function () {
         }
       })
     }
-  })
 
-  // The same answer to a promise request that waits in its thread's queue
-  // and is sent to the core from there: the request must leave the queue
-  // when the call throws (the CI's arm64 termination stress found it stay
-  // first there for good, and the thread's next lock() refused with
-  // EDEADLK). Stubbed as above, in a worker, on a lock the main thread holds.
-  it('AsyncLock.acquire() sent to the core (gateAcquireAsync answers undefined) leaves the thread\'s queue: its next lock() times out, not EDEADLK', async () => {
-    const lock = track(new AsyncLock())
-    lock.lock()
-    const worker = new Worker(`
-      const path = require('path')
-      const { createRequire } = require('module')
-      const { workerData, parentPort } = require('worker_threads')
-      const req = createRequire(path.join(workerData.root, 'lib', 'native.js'))
-      let binding
+    // The same answer to a promise request that waits in its thread's queue
+    // and is sent to the core from there: the request must leave the queue
+    // when the call throws (the CI's arm64 termination stress found it stay
+    // first there for good, and the thread's next lock() refused with
+    // EDEADLK). Stubbed as above, in a worker, on a lock the main thread holds.
+    it('AsyncLock.acquire() sent to the core (gateAcquireAsync answers undefined) leaves the thread\'s queue: its next lock() times out, not EDEADLK', async () => {
+      const lock = track(new AsyncLock())
+      lock.lock()
+      const worker = new Worker(`${STUBBED}
+        const lock = tl.AsyncLock.from(workerData.handle)
+        const outcome = (e) => e === undefined ? 'none' : e.code || String(e.message)
+        ;(async () => {
+          const out = {}
+          try { await lock.acquire({ timeout: 5000 }); out.acquire = 'granted' } catch (e) { out.acquire = outcome(e) }
+          out.queued = req(path.join(workerData.root, 'lib', 'AsyncLock.js')).hasQueued(lock)
+          try { lock.lock({ timeout: 50 }); out.lock = 'granted' } catch (e) { out.lock = outcome(e) }
+          parentPort.postMessage(out)
+        })()
+      `, { eval: true, workerData: { root: ROOT, fn: 'gateAcquireAsync', handle: lock.handle } })
       try {
-        binding = req('node-gyp-build')(workerData.root)
-      } catch (err) {
-        binding = req(path.join(workerData.root, 'build', 'Release', 'threadlock.node'))
+        const [out] = await within(once(worker, 'message'), 10000, 'the worker posted nothing')
+        assert.match(out.acquire, /because the thread is terminating$/)
+        assert.strictEqual(out.queued, false, 'the request stayed in the thread\'s queue')
+        assert.strictEqual(out.lock, 'ETIMEDOUT')
+      } finally {
+        await worker.terminate()
+        lock.unlock()
       }
-      binding.gateAcquireAsync = () => undefined
-      req(path.join(workerData.root, 'lib', 'errors.js')).termination.graceMs = 100
-      const tl = req(workerData.root)
-      const lock = tl.AsyncLock.from(workerData.handle)
-      const outcome = (e) => e === undefined ? 'none' : e.code || String(e.message)
-      ;(async () => {
-        const out = {}
-        try { await lock.acquire({ timeout: 5000 }); out.acquire = 'granted' } catch (e) { out.acquire = outcome(e) }
-        out.waiting = lock.waiting
-        try { lock.lock({ timeout: 50 }); out.lock = 'granted' } catch (e) { out.lock = outcome(e) }
-        parentPort.postMessage(out)
-      })()
-    `, { eval: true, workerData: { root: ROOT, handle: lock.handle } })
-    try {
-      const [out] = await within(once(worker, 'message'), 10000, 'the worker posted nothing')
-      assert.match(out.acquire, /because the thread is terminating$/)
-      assert.strictEqual(out.waiting, 0, 'the request stayed in the thread\'s queue')
-      assert.strictEqual(out.lock, 'ETIMEDOUT')
-    } finally {
-      await worker.terminate()
-      lock.unlock()
-    }
+    })
   })
 
   describe('workers that end on their own', () => {
