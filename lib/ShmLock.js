@@ -279,7 +279,7 @@ class ShmLock extends SharedSlot {
     const w = v | WAITERS
     if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
     if (LOOK_DELAY_MS > 0) pause(LOOK_DELAY_MS)
-    native.shmWatch(this.#i32, 0, v & ID)
+    native.shmWatch(this.#i32)
     // The holder's liveness again, now that its watcher is started (or was
     // not, because it had died): a death before this look is seen here, one
     // after it pokes (I4). Without this look, a holder that died between

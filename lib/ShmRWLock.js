@@ -166,7 +166,7 @@ class ShmRWLock extends SharedSlot {
     if (id === 0) return undefined
     const w = v | WAITERS
     if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
-    native.shmWatch(this.#i32, 0, id)
+    native.shmWatch(this.#i32)
     // The writer's liveness again, now that its watcher is started: a
     // death before this look is seen here, one after it pokes.
     if (id !== this.#me && !native.shmOwnerAlive(this.#i32, id)) return undefined

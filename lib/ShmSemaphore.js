@@ -182,7 +182,7 @@ class ShmSemaphore extends SharedSlot {
       if ((this.#seen & RESERVED) !== 0 && !this.#reservedStands()) continue
       let r
       if ((this.#seen & RESERVED) === 0 && performance.now() >= starvesAt) {
-        native.shmWatch(this.#i32, 0, 0)
+        native.shmWatch(this.#i32)
         r = native.shmWaitReserve(this.#i32, 0, this.#seen, n, left)
         if (r === ACCEPTED) {
           this.#served()
@@ -191,7 +191,7 @@ class ShmSemaphore extends SharedSlot {
       } else {
         const w = this.#prepare()
         if (w === undefined) continue
-        native.shmWatch(this.#i32, 0, 0)
+        native.shmWatch(this.#i32)
         r = native.shmWaitLock(this.#i32, 0, w, left, pokes, 0)
       }
       if (r === RESULT_INTERRUPTED) stopTerminated(where)
@@ -225,7 +225,7 @@ class ShmSemaphore extends SharedSlot {
         w = this.#prepare()
         if (w === undefined) continue
       }
-      native.shmWatch(this.#i32, 0, 0)
+      native.shmWatch(this.#i32)
       let r
       try {
         r = shmWait.waitAsync(this.#i32, 0, w, opts)

@@ -133,7 +133,7 @@ function pokesOf (i32, shm) {
 
 function watchedWaitSync (i32, index, value, timeout, where, shm, pokes) {
   if (!shm) return waitSync(i32, index, value, timeout, where)
-  native.shmWatch(i32, index, 0)
+  native.shmWatch(i32)
   const r = native.shmWaitLock(i32, index, value, timeout, pokes, 0)
   if (r === INTERRUPTED) stopTerminated(where)
   return RESULTS[r] || 'poked'
@@ -143,7 +143,7 @@ function watchedWaitAsync (i32, index, value, o, shm, pokes) {
   if (!shm) return waitAsync(i32, index, value, o)
   if (o.signal !== undefined && o.signal.aborted) return Promise.reject(abortError(o.signal))
   if (o.timeout === 0) return Promise.resolve(Atomics.load(i32, index) === value ? 'timed-out' : 'not-equal')
-  native.shmWatch(i32, index, 0)
+  native.shmWatch(i32)
   const r = shmWait.waitAsync(i32, index, value, { ...o, pokes })
   return typeof r === 'number' ? Promise.resolve(RESULTS[r] || 'poked') : r
 }

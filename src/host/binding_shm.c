@@ -1095,27 +1095,20 @@ tl_napi_shm_pokes(napi_env env, napi_callback_info info)
   return r;
 }
 
-/* shmWatch(int32Array, index, holder) -> undefined: the deaths that
- * matter to a sleeper of the word, those of every other process of its
- * file, are watched (tl_shm_watch_all in shm_owners.c; `holder` is among
+/* shmWatch(typedArray) -> undefined: the deaths that matter to a sleeper
+ * on the memory, those of every other process of its file, are watched
+ * (tl_shm_watch_all in shm_owners.c; the holder of its word is among
  * them). */
 static napi_value
 tl_napi_shm_watch(napi_env env, napi_callback_info info)
 {
-  napi_value argv[3];
-  void *addr;
-  int width;
-  int64_t holder;
+  napi_value argv[1];
   tl_shm_join_t *j;
-  char *base;
 
-  TL_GET_ARGS(env, info, 3, argv);
-  if (tl__shm_element(env, argv, &addr, &width, &holder, &j, &base) != 0)
+  TL_GET_ARGS(env, info, 1, argv);
+  j = tl__shm_join_of(env, argv[0]);
+  if (j == NULL)
     return NULL;
-  (void)addr;
-  (void)width;
-  (void)holder;
-  (void)base;
   int r = tl_shm_watch_all(j, tl_shm_poke);
   if (r == TL_HOST_ENODES) {
     napi_throw_error(env, "EAGAIN",

@@ -56,14 +56,15 @@
  * (tl_shm_poke, given by shm_wait.c, which lies above this file), which
  * looks at its word again. A waiter asks for the
  * watchers of every other process of the file before it sleeps
- * (tl_shm_watch_all), after it published its node, so a death before the
- * watcher blocks is seen by the waiter's own look at the word, and a death
- * after it by the watcher. A watcher ends when its process died; a new one is
- * started when needed. At most one per slot and join; all are cancelled (in
- * their one cancellation point, the lock wait) and joined when the join is
- * left. A thread of a live process that ends (its env's cleanup hook) pokes the
- * file too (tl_shm_thread_remove, after its id is dead): its process's liveness
- * byte stays held.
+ * (tl_shm_watch_all), then looks at the holder's liveness again and
+ * publishes its node with the word's value and the poke counter it saw
+ * (lib/ShmLock.js, I4), so a death before the watcher blocks is seen by
+ * that look or that value check, and a death after it by the watcher. A watcher
+ * ends when its process died; a new one is started when needed. At most one per
+ * slot and join; all are cancelled (in their one cancellation point, the lock
+ * wait) and joined when the join is left. A thread of a live process that ends
+ * (its env's cleanup hook) pokes the file too (tl_shm_thread_remove, after its
+ * id is dead): its process's liveness byte stays held.
  *
  * A watcher watches one generation of its slot, the one of the id it was
  * asked for, and must not miss that process's death when the slot is
