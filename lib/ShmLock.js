@@ -87,7 +87,9 @@
 //   again.
 // - I5 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
 //   their event loop; wakes come from releases, death and thread end only
-//   (a blocking wait's 10 ms slices for the termination probe aside).
+//   (a blocking wait's 10 ms slices for the termination probe, and the
+//   helper thread's look once a second for promise waiters, P3 in
+//   src/host/shm_wait.c, aside).
 // - I6 (the bound). A blocking waiter, or a present promise waiter, whose
 //   request has waited 1 ms is handed the lock by the next release that
 //   finds its node WAITING (it is the oldest such, or one older than it

@@ -53,8 +53,9 @@
 //   records count for nobody and are emptied (DIED).
 // - W4 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
 //   their event loop; wakes come from releases, a leaving reader, deaths
-//   and thread ends (a blocking wait's 10 ms slices for the termination
-//   probe aside).
+//   and thread ends (the helper thread's look once a second for promise
+//   waiters, P3 in src/host/shm_wait.c, and a blocking wait's 10 ms
+//   slices for the termination probe aside).
 //
 // A thread's promise write requests keep their order (lib/ShmOrder.js, as
 // lib/ShmLock.js): only the oldest competes; a blocking write request while

@@ -51,7 +51,9 @@
 //   sleeper, no wake is lost with it.
 // - S4 (no CPU while waiting). Sleepers sleep in the kernel (futex) or in
 //   their event loop; only releases, deaths, arrivals and thread ends wake
-//   them (a blocking wait's 10 ms slices for the termination probe aside).
+//   them (a blocking wait's 10 ms slices for the termination probe, and
+//   the helper thread's look once a second for promise waiters, P3 in
+//   src/host/shm_wait.c, aside).
 // - S5 (a reservation has a node). RESERVED is set only by a request whose
 //   node (kind RESERVE) is published already, and cleared by it before its
 //   node is freed (it takes its permits, or gives up: timeout, abort, its

@@ -1971,6 +1971,41 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         await Promise.all(kids.map((k) => exited(k.child)))
       }
     })
+    it('a promise waiter whose node an arriving process freed, killed before its ring, hears of it within the helper\'s slice (THREADLOCK_SHM_TEST_POKE_RING_DELAY_MS)', async () => {
+      // A process that opens the file pokes it on arrival: it frees every
+      // lock waiter's node and rings each waiter's process (P1). Killed
+      // between a free and its ring, it leaves that waiter's record on a
+      // free node, and no death of a process the waiter watches rings it:
+      // it did not watch the newcomer yet. The count-down's notify then
+      // finds no node of it, and before P3 the waiter slept for good. Now
+      // its process's helper has its loop look at its records once a
+      // second, rung or not, and it finds its node freed.
+      const b = openSharedMemory('ar', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const latch = new threadlock.CountDownLatch(1, b, 0)
+      const w = await child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('ar', { path: dir, size: 64 })
+        const latch = threadlock.CountDownLatch.from({ type: 'CountDownLatch', buffer: b, byteOffset: 0 })
+        latch.wait().then(() => say('open'))
+        say('waiting')`, dir)
+      const kids = [w]
+      try {
+        await until(() => threadlock.waiterCount(i, 0) === 1, 'the promise waiter')
+        const poker = spawn(process.execPath, ['-e', `const host = require(${HOST})
+          host.openSharedMemory('ar', { path: ${JSON.stringify(dir)}, size: 64 })`], { stdio: 'ignore', env: { ...process.env, THREADLOCK_SHM_TEST_POKE_RING_DELAY_MS: '60000' } })
+        const gone = exited(poker)
+        await until(() => threadlock.waiterCount(i, 0) === 0, 'the arrival poke\'s free of the waiter\'s node')
+        poker.kill('SIGKILL')
+        await gone
+        assert.strictEqual(poker.signalCode, 'SIGKILL')
+        const opened = next(w.child)
+        assert.strictEqual(latch.countDown(), 0)
+        assert.strictEqual(await orState(opened, 20000, () => fileState(dir, 'ar', kids)), 'open')
+      } finally {
+        for (const k of kids) k.child.kill('SIGKILL')
+        await Promise.all(kids.map((k) => exited(k.child)))
+      }
+    })
   })
 
   describe('Barrier, CountDownLatch and ConditionVariable across processes: the process that wakes the others killed between its change and its notify', () => {

@@ -23,6 +23,10 @@ struct tl_bell_s {
   uint32_t *word;
   int (*check)(tl_bell_t *b, uint32_t *seen);
   void (*ring)(tl_bell_t *b);
+  /* > 0: its helper calls `check` at least every `slice_ms` even when the
+   * word does not move (a bell whose check also looks at something that
+   * may change unrung); 0: only when the word moves. */
+  int slice_ms;
   /* binding_host.c's; protected by the process lock. */
   int shared;             /* served by the process helper */
   int broken;             /* its word can no longer be read */

@@ -125,7 +125,8 @@ tl__proc_changed(void)
 
 /* The process helper: checks every doorbell of the set, queues one call
  * on the event loop of each attachment whose doorbell rang, then sleeps
- * on all of them (and `change`) without a timeout. */
+ * on all of them (and `change`), for at most the shortest slice of its
+ * bells (tl_bell_t's `slice_ms`; none: no timeout). */
 static void *
 tl__proc_helper(void *arg)
 {
@@ -136,6 +137,7 @@ tl__proc_helper(void *arg)
   tl__hp_process_lock();
   while (tl__proc.gen == gen) {
     unsigned n = 0;
+    int64_t slice = -1;
     set[n++] = (tl_hp_waitv_t){ (uint32_t *)&tl__proc.change,
                                 atomic_load(&tl__proc.change), 0 };
     for (tl_hostref_t *r = tl__proc.list; r != NULL; r = r->next) {
@@ -164,9 +166,11 @@ tl__proc_helper(void *arg)
         continue;
       }
       set[n++] = (tl_hp_waitv_t){ b->word, b->seen, 1 };
+      if (b->slice_ms > 0 && (slice < 0 || b->slice_ms < slice))
+        slice = b->slice_ms;
     }
     tl__hp_process_unlock();
-    tl__hp_waitv(set, n);
+    tl__hp_waitv(set, n, slice);
     tl__hp_process_lock();
   }
   tl__hp_process_unlock();
@@ -299,7 +303,7 @@ tl__bell_helper(void *data)
     if (c < 0)
       break;
     if (c == 0)
-      tl__hp_wait(b->word, seen, -1);
+      tl__hp_wait(b->word, seen, b->slice_ms > 0 ? b->slice_ms : -1);
   }
   return NULL;
 }

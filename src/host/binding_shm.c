@@ -500,6 +500,9 @@ typedef struct tl_shm_env_s {
 typedef struct tl_shm_bell_s {
   tl_bell_t bell;      /* first: the helper hands it back */
   tl_shm_join_t *join; /* referenced */
+  /* When the helper last had the envs look (tl__hp_monotonic_ms; its
+   * thread only). */
+  uint64_t looked;
   /* JS threads, under tl__async_lock. */
   int users;
   struct tl_shm_bell_s *next;
@@ -515,7 +518,17 @@ static pthread_mutex_t tl__bells_lock = PTHREAD_MUTEX_INITIALIZER;
 static int
 tl__shm_bell_check(tl_bell_t *b, uint32_t *seen)
 {
-  return tl_shm_bell_check(((tl_shm_bell_t *)b)->join, seen);
+  tl_shm_bell_t *sb = (tl_shm_bell_t *)b;
+  int c = tl_shm_bell_check(sb->join, seen);
+  uint64_t now = tl__hp_monotonic_ms();
+
+  /* P3 (shm_wait.c): a look every slice, rung or not. The ring queues a
+   * poll only in envs that have promise waiters. */
+  if (c == 0 && now - sb->looked >= TL_SHM_BELL_SLICE_MS)
+    c = 1;
+  if (c > 0)
+    sb->looked = now;
+  return c;
 }
 
 /* A doorbell rang: every env with waiters polls (each finds its own). */
@@ -560,6 +573,9 @@ tl__shm_bell_use(tl_shm_join_t *j)
   b->bell.word = tl_shm_bell(j);
   b->bell.check = tl__shm_bell_check;
   b->bell.ring = tl__shm_bell_ring;
+  /* P3 (shm_wait.c): a poke whose poker died before its ring. */
+  b->bell.slice_ms = TL_SHM_BELL_SLICE_MS;
+  b->looked = tl__hp_monotonic_ms();
   if (tl__bell_add(&b->bell) != 0) {
     tl__shm_leave(j);
     free(b);

@@ -86,10 +86,11 @@ void tl__hp_unmap(void *addr, size_t size);
 int tl__hp_wait(uint32_t *word, uint32_t expected, int64_t timeout_ms);
 void tl__hp_wake(uint32_t *word, int count);
 
-/* A wait on several words at once, without a timeout (Linux futex_waitv,
- * 5.16 and later): it returns when one of them is woken or does not hold
- * its expected value, or for a signal or a fault (an unmapped word); the
- * caller re-reads its words every time. `shared` words are keyed across
+/* A wait on several words at once (Linux futex_waitv, 5.16 and later),
+ * for at most `timeout_ms` (< 0: no limit): it returns when one of them is
+ * woken or does not hold its expected value, when the time is up, or for
+ * a signal or a fault (an unmapped word); the caller re-reads its words
+ * every time. `shared` words are keyed across
  * processes like tl__hp_wait's; the others are process-local and woken
  * by tl__hp_wake_local. At most TL_HP_WAITV_MAX words. */
 #define TL_HP_WAITV_MAX 128
@@ -99,7 +100,7 @@ typedef struct {
   int shared;
 } tl_hp_waitv_t;
 int tl__hp_waitv_supported(void);
-void tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n);
+void tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n, int64_t timeout_ms);
 void tl__hp_wake_local(uint32_t *word);
 
 /* Identity of this process, written into its slot for query(). */

@@ -292,9 +292,10 @@ tl__hp_waitv_supported(void)
 }
 
 void
-tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n)
+tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n, int64_t timeout_ms)
 {
   struct tl__waitv v[TL_HP_WAITV_MAX];
+  struct timespec ts, *tp = NULL;
 
   if (n > TL_HP_WAITV_MAX)
     n = TL_HP_WAITV_MAX;
@@ -304,10 +305,20 @@ tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n)
     v[i].uaddr = (uint64_t)(uintptr_t)set[i].word;
     v[i].flags = TL__FUTEX_32 | (set[i].shared ? 0 : TL__FUTEX_PRIVATE);
   }
-  /* Every outcome (woken, EAGAIN for a changed word, EINTR, EFAULT for a
-   * table unmapped since the caller read the set) sends the caller back
-   * to re-read its words. */
-  syscall(TL__SYS_FUTEX_WAITV, v, n, 0, NULL, 0);
+  /* The call's timeout is absolute, on the clock named. */
+  if (timeout_ms >= 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
+    ts.tv_sec += (time_t)(timeout_ms / 1000);
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    tp = &ts;
+  }
+  /* Every outcome (woken, EAGAIN for a changed word, ETIMEDOUT, EINTR,
+   * EFAULT for a table unmapped since the caller read the set) sends the
+   * caller back to re-read its words. */
+  syscall(TL__SYS_FUTEX_WAITV, v, n, 0, tp, CLOCK_MONOTONIC);
 }
 
 void

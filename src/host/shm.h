@@ -177,6 +177,9 @@ uint32_t *tl_shm_bell(tl_shm_join_t *j);
 /* 1 when the doorbell moved from `*seen` (updated), 0 when not, -1 when
  * the file can no longer be read (it shrank). */
 int tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen);
+/* P3 (shm_wait.c): the helper thread has the promise waiters of its
+ * process look at their records at least this often, rung or not. */
+#define TL_SHM_BELL_SLICE_MS 1000
 
 /* Wakes every lock waiter of the file, in every process, to look at its
  * word again (an owner died): frees their nodes and wakes blocking ones on

@@ -567,6 +567,10 @@ tl_shm_bell_check(tl_shm_join_t *j, uint32_t *seen)
  * waiter woken or rung), the window in which a promise waiter that heard
  * of it is back, published again further on, before the scan ends (P1). */
 static _Atomic int tl__poke_delay = -1;
+/* Another (THREADLOCK_SHM_TEST_POKE_RING_DELAY_MS): a pause between a
+ * promise waiter's free and its ring, where a poker killed leaves that
+ * waiter unrung (P2, P3). */
+static _Atomic int tl__poke_ring_delay = -1;
 
 /* P1. Every promise waiter whose node a poke freed (or found notified)
  * hears a ring of its process's doorbell after that free: each node's
@@ -580,11 +584,18 @@ static _Atomic int tl__poke_delay = -1;
  * with a free node; the waiter's process watches every process of the
  * file that was there when it last slept (it has a lock waiter), so its
  * own watcher pokes at that death, and its own ring has its loop look at
- * every record. A process killed inside its arrival poke, between a free
- * and its ring, is not watched yet by the waiters it reaches first: the
- * window is those two steps. (A blocking waiter looks at its node at
- * least every 10 ms slice.) test/c/shm_poke.c checks P1 and P2 with every
- * interleaving. */
+ * every record.
+ * P3. A process killed (or stopped for good) inside its arrival poke,
+ * between a free and its ring, is not watched yet by the waiters it
+ * reaches first, so no death of a watched process rings them (P2 does not
+ * apply). Each process's helper thread has the loops with promise waiters
+ * look at every record at least every TL_SHM_BELL_SLICE_MS, rung or not
+ * (binding_shm.c, tl__shm_bell_check), so such a waiter hears of its free
+ * within a slice; a blocking waiter looks at its node at least every
+ * 10 ms slice. (Looking for a move of the poke counter instead is not
+ * enough: a look between the counter's bump and the free sees nothing,
+ * and nothing moves after the poker's death; test/c/shm_poke.c found it.)
+ * test/c/shm_poke.c checks P1 to P3 with every interleaving. */
 void
 tl_shm_poke(tl_shm_join_t *j)
 {
@@ -635,10 +646,13 @@ tl_shm_poke(tl_shm_join_t *j)
         continue;
       }
     }
-    if (!(kind & TL_SHM_KIND_ASYNC))
+    if (!(kind & TL_SHM_KIND_ASYNC)) {
       tl__hp_wake((uint32_t *)&n->state, 1);
-    else
+    } else {
+      tl__hp_test_pause("THREADLOCK_SHM_TEST_POKE_RING_DELAY_MS",
+                        &tl__poke_ring_delay);
       tl__ring_slot(base, slot);
+    }
     tl__hp_test_pause("THREADLOCK_SHM_TEST_POKE_DELAY_MS", &tl__poke_delay);
   }
   tl__ring_slot(base, tl_shm_join_slot(j));

@@ -196,7 +196,9 @@ check_injected shm_sem "$sem_injections" test/c/shm_sem.c
 #   2  a poke does not ring its own process              (P2)
 #   3  the poll clears its queued mark after its look
 #   4  a notify rings before the node is NOTIFIED
+#   5  the helper does not look at the poke counter     (P3)
 poke_injections="1:poke-basic 2:poke-death 3:poke-basic 4:poke-basic"
+poke_injections="$poke_injections 5:poke-arrival"
 check_injected shm_poke "$poke_injections" test/c/shm_poke.c
 
 echo "total $(($(date +%s) - start_all))s"
