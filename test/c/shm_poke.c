@@ -333,6 +333,18 @@ step_countdown(st_t *s)
 
 static void explore(const st_t *s, int depth);
 
+/* Waiter `w`'s step W_PUB on the free node `k`: counted, node published. */
+static void
+publish(st_t *s, int w, int k)
+{
+  s->counted[w] = 1;
+  s->nst[k] = WAITING;
+  s->nown[k] = (uint8_t)w;
+  s->rnode[w] = (uint8_t)k;
+  s->rseq[w] = s->nseq[k];
+  s->wpc[w] = W_CHECK;
+}
+
 /* P3 at a state where nothing else can move: the helpers' slice has every
  * loop with a waiter look (as a ring), and the waiters' own steps run to
  * their end (nobody else moves any more; a publication takes the first
@@ -351,12 +363,7 @@ slice_settles(const st_t *from)
         for (int k = 0; k < NN; k++) {
           if (s.nst[k] != FREE)
             continue;
-          s.counted[w] = 1;
-          s.nst[k] = WAITING;
-          s.nown[k] = (uint8_t)w;
-          s.rnode[w] = (uint8_t)k;
-          s.rseq[w] = s.nseq[k];
-          s.wpc[w] = W_CHECK;
+          publish(&s, w, k);
           moved = 1;
           break;
         }
@@ -412,12 +419,7 @@ explore(const st_t *s, int depth)
         if (s->nst[k] != FREE)
           continue;
         n = *s;
-        n.counted[w] = 1;
-        n.nst[k] = WAITING;
-        n.nown[k] = (uint8_t)w;
-        n.rnode[w] = (uint8_t)k;
-        n.rseq[w] = n.nseq[k];
-        n.wpc[w] = W_CHECK;
+        publish(&n, w, k);
         moved = 1;
         go(&n, depth, "W", w, W_PUB);
       }
