@@ -21,6 +21,10 @@ describe('threadlock/postgres: a pool shared with the callbacks', function () {
     pool.on('error', () => {})
     const locks = createLockManager(pool)
     const table = `tl_fence_${process.pid}`
+    // What the pool holds, for a failure's message: a close() that hangs
+    // in the finally would otherwise hide why the try failed.
+    const poolState = () => `pool: ${pool.totalCount} clients, ${pool.idleCount} idle, ${pool.waitingCount} waiting`
+    let failed = null
     try {
       await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, body text, fence bigint NOT NULL)`)
       const save = async (id, body, token) => {
@@ -34,12 +38,15 @@ describe('threadlock/postgres: a pool shared with the callbacks', function () {
       })))
       // Before: every connection held a lock and every callback waited for
       // one: 0 of 10 finished.
-      await within(all, 20000, `the 10 callbacks finished (${finished} of 10 did)`)
+      await within(all, 20000, `the 10 callbacks finished (${finished} of 10 did; ${poolState()})`)
       assert.strictEqual(finished, 10)
       assert.strictEqual(locks.maxConnections, 9)
+    } catch (err) {
+      failed = err
+      throw err
     } finally {
-      await pool.query(`DROP TABLE IF EXISTS ${table}`).catch(() => {})
-      await within(locks.close(), 20000, 'close()')
+      await within(pool.query(`DROP TABLE IF EXISTS ${table}`), 20000, `DROP TABLE (${poolState()})`).catch(() => {})
+      await within(locks.close(), 20000, `close() (${poolState()})${failed === null ? '' : `, after: ${failed.message}`}`)
       await pool.end()
     }
   })
