@@ -291,6 +291,23 @@ tl__hp_waitv_supported(void)
   return k == 1;
 }
 
+/* `*ts` := the time `ms` milliseconds from now on `clock`, normalised:
+ * the absolute deadline that futex_waitv and pthread_mutex_timedlock take.
+ * 0, or -1 when the clock cannot be read. */
+static int
+tl__deadline(clockid_t clock, int64_t ms, struct timespec *ts)
+{
+  if (clock_gettime(clock, ts) != 0)
+    return -1;
+  ts->tv_sec += (time_t)(ms / 1000);
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+  return 0;
+}
+
 void
 tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n, int64_t timeout_ms)
 {
@@ -306,15 +323,8 @@ tl__hp_waitv(const tl_hp_waitv_t *set, unsigned n, int64_t timeout_ms)
     v[i].flags = TL__FUTEX_32 | (set[i].shared ? 0 : TL__FUTEX_PRIVATE);
   }
   /* The call's timeout is absolute, on the clock named. */
-  if (timeout_ms >= 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0) {
-    ts.tv_sec += (time_t)(timeout_ms / 1000);
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+  if (timeout_ms >= 0 && tl__deadline(CLOCK_MONOTONIC, timeout_ms, &ts) == 0)
     tp = &ts;
-  }
   /* Every outcome (woken, EAGAIN for a changed word, ETIMEDOUT, EINTR,
    * EFAULT for a table unmapped since the caller read the set) sends the
    * caller back to re-read its words. */
@@ -510,13 +520,7 @@ tl__hp_mutex_timedlock(tl_hp_mutex_t *m, int64_t timeout_ms)
 
   /* pthread_mutex_timedlock counts in CLOCK_REALTIME; a jump of the
    * clock makes this wait shorter or longer, never unbounded. */
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += (time_t)(timeout_ms / 1000);
-  ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
+  tl__deadline(CLOCK_REALTIME, timeout_ms, &ts);
   int r;
   do
     r = pthread_mutex_timedlock(&m->m, &ts);
