@@ -524,7 +524,7 @@ tl__shm_bell_check(tl_bell_t *b, uint32_t *seen)
 
   /* P3 (shm_wait.c): a look every slice, rung or not. The ring queues a
    * poll only in envs that have promise waiters. */
-  if (c == 0 && now - sb->looked >= TL_SHM_BELL_SLICE_MS)
+  if (c == 0 && now - sb->looked >= (uint64_t)b->slice_ms)
     c = 1;
   if (c > 0)
     sb->looked = now;
