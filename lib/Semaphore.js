@@ -70,7 +70,7 @@ function readPermitArgs (k, options, where) {
 class Semaphore extends SharedSlot {
   #i32
   #gate
-  #releaseOne = () => this.release(1)
+  #releaseOne = () => this.#give(1)
   // performance.now() before which no request queued on the word can have
   // starved, as the core last told this object (src/sem.c, S6).
   #calmUntil = 0
@@ -132,6 +132,11 @@ class Semaphore extends SharedSlot {
    */
   acquire (k, options) {
     try {
+      // The common call, one permit without options, while one is free: the
+      // word's compare-exchange and the release function, nothing read.
+      if (k === undefined && options === undefined && this.#fast(1)) {
+        return Promise.resolve(gate.makeRelease(this.#releaseOne, false))
+      }
       return this.#acquire(...readPermitArgs(k, options, 'Semaphore.acquire'), 'Semaphore.acquire')
     } catch (err) {
       // Bad permits or options, or a wrong receiver: reported through the
@@ -150,7 +155,11 @@ class Semaphore extends SharedSlot {
 
   /** Returns `k` permits; the core wakes or grants a queued request. */
   release (k) {
-    const n = readPermits(k, 'Semaphore.release')
+    this.#give(readPermits(k, 'Semaphore.release'))
+  }
+
+  // release() once its count `n` is read.
+  #give (n) {
     const i32 = this.#i32
     let v = load(i32, 0)
     let calm = false
@@ -179,6 +188,15 @@ class Semaphore extends SharedSlot {
 
   /** Runs `callback` holding `options.permits` (1) permits. */
   runExclusive (callback, options) {
+    // One permit free at once: run it held (gate.runHeld), as acquire()'s
+    // fast path.
+    try {
+      if (options === undefined && typeof callback === 'function' && this.#fast(1)) {
+        return gate.runHeld(callback, this.#releaseOne, undefined)
+      }
+    } catch (err) {
+      return Promise.reject(err) // a wrong receiver
+    }
     // A bad `options` must be reported as such by acquire(), not as bad
     // permits read from it.
     return gate.runHolding(callback, 'Semaphore.runExclusive', () => this.#acquire(

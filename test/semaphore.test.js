@@ -345,6 +345,13 @@ describe('Semaphore (one thread)', () => {
       assert.doesNotThrow(() => { p = Semaphore.prototype.acquire.call({}) })
       await assert.rejects(p, TypeError)
     })
+    it('rejects (never throws): runExclusive on a wrong receiver, with and without options', async () => {
+      for (const options of [undefined, { permits: 1 }]) {
+        let p
+        assert.doesNotThrow(() => { p = Semaphore.prototype.runExclusive.call({}, () => {}, options) })
+        await assert.rejects(p, TypeError)
+      }
+    })
   })
 })
 
