@@ -34,44 +34,23 @@ const { deadlockError } = require('./errors')
 const { ThreadQueue, Request, competing } = require('./ThreadQueue')
 const { LockWord } = require('./LockWord')
 const { ShmLock } = require('./ShmLock')
+const sides = require('./sides')
 
 const { GATE_LOCK, LOCK_ID_MASK: ID_MASK, LOCK_BARGE } = native.constants
 
-// This thread's side of each lock word it has opened, by the word's address
-// (native.wordKey: the same for every buffer object and typed array on that
-// memory): the ThreadQueue of its promise requests, in the order it made
-// them, whether it holds the lock through an AsyncLock (`held`), and which
-// hold that is (`hold`, for the release functions). Every
-// AsyncLock object of this thread on the word shares it, so any of them may
-// release, and the thread's requests keep their order across objects. A
-// side lives as long as an object on the word does (the objects hold it;
-// the map only a weak reference); its typed array keeps the buffer, so the
-// address is not reused meanwhile.
-const sides = new Map()
-const sweep = new FinalizationRegistry((key) => {
-  const ref = sides.get(key)
-  if (ref !== undefined && ref.deref() === undefined) sides.delete(key)
-})
+// This thread's side of each lock word it has opened (lib/sides.js): the
+// ThreadQueue of its promise requests, in the order it made them, whether
+// it holds the lock through an AsyncLock (`held`), and which hold that is
+// (`hold`, for the release functions). Every AsyncLock object of this
+// thread on the word shares it, so any of them may release, and the
+// thread's requests keep their order across objects.
+function sideOf (i32) {
+  return sides.sideOf(i32, 'lock', () => ({ i32, queue: new ThreadQueue(), held: false, hold: 0 }))
+}
 
 // Numbers the holds of this thread (sides' `hold`: 0 when none).
 let holds = 0
 
-function sideOf (i32) {
-  const key = native.wordKey(i32, 0)
-  const ref = sides.get(key)
-  let side = ref === undefined ? undefined : ref.deref()
-  if (side === undefined) {
-    side = { i32, queue: new ThreadQueue(), held: false, hold: 0 }
-    sides.set(key, new WeakRef(side))
-    sweep.register(side, key)
-  }
-  return side
-}
-
-// Whether an AsyncLock object has promise requests of this thread waiting
-// in its queue for the word (set in the class's static block, which may read the
-// private field): ConditionVariable.waitSync must refuse before it releases
-// a lock that such a request would get.
 let hasQueued
 // The hold this thread has on the word of an AsyncLock object (0: none), and
 // its restoring: a condition-variable wait releases the lock and takes it

@@ -26,29 +26,49 @@ const native = require('./native')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { LockWord } = require('./LockWord')
 const { ShmRWLock } = require('./ShmRWLock')
+const sides = require('./sides')
 
 const { selfId } = native
 const { GATE_READ, GATE_WRITE, RW_MASK: MASK, RW_WRITER: WRITER, LOCK_BARGE: BARGE } = native.constants
 
-// The write hold of this thread on each word (by address, native.wordKey,
-// shared by all its RWLock objects on the word) that a release function
-// may still end: a number per hold, named when the release function is
-// made, forgotten when the write lock is released by any means. A spent
-// release function releases its own hold or nothing (issue 24, 3.9).
-const writeHolds = new Map()
+// Numbers the write holds of this thread. Its side of each word (lib/sides.js,
+// shared by all its RWLock objects on the word) keeps the write hold that a
+// release function may still end (`hold`, 0: none): named when the release
+// function is made, cleared when the write lock is released by any means. A
+// spent release function releases its own hold or nothing (issue 24, 3.9).
 let holds = 0
+
+// The writers' gate: a write request granted after it waited in the core
+// starts a new slice of its thread's side of the word (lib/LockWord.js), as
+// acquireWriteSync() and AsyncLock's queued requests do; without it the
+// slice of the thread's last run of grants went on counting, and a thread
+// that waited was made to hand the lock on at its first release.
+class WriteGate extends gate.Gate {
+  #word
+  constructor (i32, kind, take, word) {
+    super(i32, kind, take)
+    this.#word = word
+  }
+
+  queue (amount, o, where, release) {
+    return super.queue(amount, o, where, release).then((r) => {
+      this.#word.restart()
+      return r
+    })
+  }
+}
 
 class RWLock extends SharedSlot {
   #i32
   #read
   #write
   #releaseRead = () => this.releaseRead()
-  #key // the word's address
+  #side // this thread's side of the word as a writer: { hold }
   #releaseWrite = Object.assign((hold) => {
-    if (writeHolds.get(this.#key) === hold) this.releaseWrite()
+    if (this.#side.hold === hold) this.releaseWrite()
   }, {
     hold: () => {
-      writeHolds.set(this.#key, ++holds)
+      this.#side.hold = ++holds
       return holds
     }
   })
@@ -71,11 +91,11 @@ class RWLock extends SharedSlot {
     // (lib/ShmRWLock.js), chosen once here.
     if (shared) return new ShmRWLock(this.buffer, this.byteOffset)
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
-    this.#key = native.wordKey(this.#i32, 0)
+    this.#side = sides.sideOf(this.#i32, 'write', () => ({ hold: 0 }))
     this.#word = new LockWord(this.#i32, false, 'write')
     // Read locks have no fast path: the core counts them per thread.
     this.#read = new gate.Gate(this.#i32, GATE_READ, () => undefined)
-    this.#write = new gate.Gate(this.#i32, GATE_WRITE, () => this.#fastWrite() ? this.#word.ownerDied : undefined)
+    this.#write = new WriteGate(this.#i32, GATE_WRITE, () => this.#fastWrite() ? this.#word.ownerDied : undefined, this.#word)
   }
 
   /** Readers holding the lock now. */
@@ -141,6 +161,7 @@ class RWLock extends SharedSlot {
    * taken over from a writer that died holding it.
    */
   acquireWriteSync (options) {
+    if (options === undefined && this.#fastWrite()) return this.#word.ownerDied
     const timeout = readSyncOptions(options, 'RWLock.acquireWriteSync')
     if (this.#fastWrite()) return this.#word.ownerDied
     const ownerDied = gate.gateSync(this.#i32, 0, GATE_WRITE, this.#writeFlags, timeout, 'RWLock.acquireWriteSync')
@@ -154,7 +175,7 @@ class RWLock extends SharedSlot {
 
   releaseWrite () {
     this.#word.unlock()
-    writeHolds.delete(this.#key)
+    this.#side.hold = 0
   }
 
   /** Resolves with a release function once this thread holds a read lock. */
@@ -193,8 +214,7 @@ class RWLock extends SharedSlot {
       // no promise of acquireWrite() in between, as AsyncLock.runExclusive.
       if (options === undefined && typeof callback === 'function' &&
         this.#pendingWrites === 0 && this.#fastWrite()) {
-        const hold = this.#releaseWrite.hold()
-        return gate.runHeld(callback, () => this.#releaseWrite(hold))
+        return gate.runHeld(callback, this.#releaseWrite, this.#releaseWrite.hold())
       }
       return gate.runHolding(callback, 'RWLock.runWrite', () => this.#acquireWrite(options, 'RWLock.runWrite'))
     } catch (err) {

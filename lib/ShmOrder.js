@@ -31,16 +31,8 @@
 //   (lib/timer.js): an expired one that reaches the front is rejected
 //   without competing.
 
-const native = require('./native')
+const sides = require('./sides')
 const { ThreadQueue, Request, competing } = require('./ThreadQueue')
-
-// Per word address: a WeakRef to the thread's side, swept when no object
-// on the word is left (the objects hold the side).
-const sides = new Map()
-const sweep = new FinalizationRegistry((key) => {
-  const ref = sides.get(key)
-  if (ref !== undefined && ref.deref() === undefined) sides.delete(key)
-})
 
 class ShmSide {
   queue = new ThreadQueue()
@@ -119,15 +111,7 @@ class ShmSide {
  * of request ('lock', 'write').
  */
 function sideOf (i32, kind) {
-  const key = `${kind} ${native.wordKey(i32, 0)}`
-  const ref = sides.get(key)
-  let side = ref === undefined ? undefined : ref.deref()
-  if (side === undefined) {
-    side = new ShmSide()
-    sides.set(key, new WeakRef(side))
-    sweep.register(side, key)
-  }
-  return side
+  return sides.sideOf(i32, `shm ${kind}`, () => new ShmSide())
 }
 
 module.exports = { sideOf }
