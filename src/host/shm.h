@@ -74,10 +74,10 @@ void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id,
 /* Where the header page records the data size (shm_linux.c). */
 #define TL_SHM_SIZE_AT 16
 
-/* 0 while the file still has its whole length (an fstat: the header and
- * the data size the header records), else TL_HOST_ECORRUPT: checked
- * before the library touches the header or the data, so that a file
- * shrunk under this process is an error, not SIGBUS. */
+/* 0 while the file still has its whole length (its size by lseek: the header
+ * and the data size the header records), else TL_HOST_ECORRUPT: checked before
+ * the library touches the header or the data, so that a file shrunk under this
+ * process is an error, not SIGBUS. */
 int tl_shm_header_ok(tl_shm_join_t *j);
 
 /* The mapping that holds `addr`: its join and the start of its header

@@ -44,7 +44,7 @@
  * closes every mapping of it and opens it again.
  *
  * Everything here reads and writes the header page through the join's own
- * mapping of that page, after an fstat that the file still holds it (no
+ * mapping of that page, after a check that the file still holds it (lseek; no
  * SIGBUS from the library).
  *
  * Watchers. A lock waiter must learn that the holder died (kill -9), and
@@ -148,18 +148,20 @@ struct tl_shm_join_s {
 static pthread_mutex_t tl__join_lock = PTHREAD_MUTEX_INITIALIZER;
 static tl_shm_join_t *tl__joins; /* protected by tl__join_lock */
 
-/* Whether the file still has its whole length (an fstat; the header page
- * is read only once the file holds it). */
+/* Whether the file still has its whole length (its size by lseek, which
+ * copies no stat structure: the join's descriptor is only read and
+ * written at explicit offsets; the header page is read only once the file
+ * holds it). */
 static int
 tl__page_ok(const tl_shm_join_t *j)
 {
-  struct stat st;
+  uint64_t now;
 
-  if (fstat(j->fd, &st) != 0 || (uint64_t)st.st_size < TL_SHM_HEADER)
+  if (tl__hp_size_now(j->fd, &now) != 0 || now < TL_SHM_HEADER)
     return 0;
   uint64_t size =
       atomic_load((_Atomic uint64_t *)((char *)j->page + TL_SHM_SIZE_AT));
-  return (uint64_t)st.st_size == TL_SHM_HEADER + size;
+  return now == TL_SHM_HEADER + size;
 }
 
 int
