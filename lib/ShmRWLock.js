@@ -25,7 +25,9 @@
 // A writer: first puts its id into the word (one compare-exchange from no
 // writer, or from a dead writer's id with DIED; barging, as lib/ShmLock.js;
 // a live writer there: WAITERS, sleep); from then on no new reader enters.
-// Then it reads the records (shmReadHolds): while live readers hold, it
+// Then it reads the count of records in use in the file's header page
+// (src/host/shm_rw.c, R4): 0, and the lock is its, with no native call;
+// otherwise it reads the records (shmReadHolds): while live readers hold, it
 // sleeps on the word as it was before that read; dead readers' records are
 // emptied and set DIED. The lock is its once none are left.
 // Releasing the write lock: a compare-exchange to 0 and, with WAITERS, a notify of every sleeper: readers
@@ -34,7 +36,8 @@
 //
 // Invariants:
 // - W1 (exclusion). A writer holds only after it found no live read hold
-//   while its id was in the word; a reader holds only after it found no
+//   while its id was in the word (no record in use at all, R4, or none
+//   live of the word); a reader holds only after it found no
 //   live writer in the word while its count was in its record; sequential
 //   consistency makes one of each pair see the other (shm_rw.c, R1). Only
 //   a compare-exchange from no writer or a dead one puts an id in the word;
@@ -87,12 +90,27 @@ const { compareExchange, load } = Atomics
 const WATCH = 1
 const REFUSE_MINE = 2
 
+// The header page of each file this thread opened a cross-process RWLock
+// in (native.shmHeader), by the data's SharedArrayBuffer: its word
+// READERS counts the read-hold records in use (src/host/shm_rw.c, R4).
+const headers = new WeakMap()
+
+function headerOf (i32) {
+  let h = headers.get(i32.buffer)
+  if (h === undefined) {
+    h = new Int32Array(native.shmHeader(i32))
+    headers.set(i32.buffer, h)
+  }
+  return h
+}
+
 // Numbers the write holds of this thread (for the release functions; the
 // hold is the side's, shared by the thread's objects on the word).
 let holds = 0
 
 class ShmRWLock extends SharedSlot {
   #i32
+  #header // the file's header page (READERS)
   #me
   // This thread's side of the word for writers (lib/ShmOrder.js): its queue
   // of promise write requests, its write hold and its draining requests,
@@ -113,6 +131,7 @@ class ShmRWLock extends SharedSlot {
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#me = native.shmOwnerId(this.#i32)
     this.#side = sideOf(this.#i32, 'write')
+    this.#header = headerOf(this.#i32)
   }
 
   get handle () { return { type: 'RWLock', buffer: this.buffer, byteOffset: this.byteOffset } }
@@ -311,10 +330,16 @@ class ShmRWLock extends SharedSlot {
     return (load(this.#i32, 0) & DIED) !== 0
   }
 
+  // With this thread's id in the word: whether no read-hold record of the
+  // file is in use, so that no reader holds the lock or enters it without
+  // seeing the id (src/host/shm_rw.c, R4); then the write lock is this
+  // thread's without a look at the records.
+  #noReaders () { return load(this.#header, READERS) === 0 }
+
   tryAcquireWrite () {
     if (this.#side.waiting) return false // this thread's older requests come first
     if (this.#claim() !== true) return false
-    if (native.shmReadHolds(this.#i32, 0, 0) === 0) {
+    if (this.#noReaders() || native.shmReadHolds(this.#i32, 0, 0) === 0) {
       this.#granted()
       return true
     }
@@ -324,17 +349,26 @@ class ShmRWLock extends SharedSlot {
 
   acquireWriteSync (options) {
     const where = 'RWLock.acquireWriteSync'
+    // The common case first: no options, the word taken at once and no
+    // read-hold record in use anywhere.
+    let claimed = false
+    if (options === undefined && !this.#side.waiting) {
+      claimed = this.#claim() === true
+      if (claimed && this.#noReaders()) return this.#granted()
+    }
     const timeout = readSyncOptions(options, where)
     if (this.#side.waiting) {
       throw deadlockError(where, 'this thread has write requests queued for the lock, which come first, so a blocking acquireWriteSync() would never return')
     }
     const deadline = gate.deadlineOf(timeout)
     // First the word: this thread's id in it.
-    this.#untilSync(() => {
-      const claimed = this.#claim()
-      if (claimed === null) throw deadlockError(where, 'this thread holds the write lock, so a blocking acquireWriteSync() would never return')
-      return claimed ? true : undefined
-    }, where, timeout, deadline)
+    if (!claimed) {
+      this.#untilSync(() => {
+        const claimed = this.#claim()
+        if (claimed === null) throw deadlockError(where, 'this thread holds the write lock, so a blocking acquireWriteSync() would never return')
+        return claimed ? true : undefined
+      }, where, timeout, deadline)
+    }
     // Then the readers: none left.
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
@@ -389,6 +423,13 @@ class ShmRWLock extends SharedSlot {
         : Promise.reject(busyError(where))
     }
     if (o.timeout === 0 && this.#side.waiting) return Promise.reject(timeoutError(0, where))
+    // Granted at once when the word is free and no read-hold record of the
+    // file is in use (the look before the claim only spares a withdrawal:
+    // the one after it decides, R4).
+    if (!this.#side.waiting && this.#noReaders() && this.#claim() === true) {
+      if (this.#noReaders()) return Promise.resolve(gate.makeRelease(this.#releaseWrite, this.#granted()))
+      this.#withdraw()
+    }
     // Behind this thread's older write requests, or its hold.
     return this.#side.request(o, where, this.#writing, this.#compete)
   }
@@ -434,6 +475,6 @@ class ShmRWLock extends SharedSlot {
   }
 }
 
-const { RW_DEADLK, RW_NOTOWNER } = native.shmConstants || {}
+const { RW_DEADLK, RW_NOTOWNER, READERS } = native.shmConstants || {}
 
 module.exports = { ShmRWLock }

@@ -111,6 +111,9 @@ module.exports = {
   shmConstants: binding.shmConstants,
   shmOpen: answered(binding.shmOpen, 'shmOpen'),
   shmContains: answered(binding.shmContains, 'shmContains'),
+  // A view of the header page of the file of a typed array (for
+  // lib/ShmRWLock.js: the count of read-hold records in use).
+  shmHeader: answered(binding.shmHeader, 'shmHeader'),
   shmCount: answered(binding.shmCount, 'shmCount'),
   shmOwnerId: answered(binding.shmOwnerId, 'shmOwnerId'),
   shmOwnerAlive: answered(binding.shmOwnerAlive, 'shmOwnerAlive'),

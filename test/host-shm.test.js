@@ -435,6 +435,33 @@ describe('openSharedMemory (Node.js >= 22)', function () {
     assert.deepStrictEqual(r.value.after, [0, 0])
   })
 
+  it('an RWLock\'s view of the header page keeps the mapping until both are collected, then it goes with them', () => {
+    const r = run(`const native = require(${JSON.stringify(path.join(ROOT, 'lib', 'native'))})
+      const threadlock = require(${INDEX})
+      const maps = () => require('fs').readFileSync('/proc/self/maps', 'utf8').split('\\n').filter((l) => l.includes(dir)).length
+      // Made in a function of its own, so that no stale register of this
+      // frame keeps the last one.
+      const make = () => {
+        const l = new threadlock.RWLock(host.openSharedMemory('h', { path: dir, size: 64 }), 8)
+        l.acquireWriteSync()
+        l.releaseWrite()
+        return l
+      }
+      let locks = []
+      for (let k = 0; k < 20; k++) locks.push(make())
+      const during = [native.shmCount(), maps()]
+      // The buffers alone, without their locks (which hold them), are not
+      // enough: drop the locks, and both go.
+      locks = null
+      for (let k = 0; k < 10 && native.shmCount() > 0; k++) globalThis.gc()
+      return { during, after: [native.shmCount(), maps()] }`, dir, { args: ['--expose-gc'] })
+    assert.deepStrictEqual(r.value.during, [20, 21])
+    // Every mapping of the file went, the views' references with them; the
+    // page left is the join's own (src/host/shm_owners.c), which the
+    // thread's owner id keeps until the thread ends.
+    assert.deepStrictEqual(r.value.after, [0, 1])
+  })
+
   it('removing the file: open mappings keep their memory, the next open makes a new zero-filled file', () => {
     const a = new Int32Array(openSharedMemory('r', { path: dir, size: 8 }))
     Atomics.store(a, 0, 5)

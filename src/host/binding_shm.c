@@ -130,6 +130,38 @@ tl_napi_shm_open(napi_env env, napi_callback_info info)
   return result;
 }
 
+/* shmHeader(typedArray) -> a SharedArrayBuffer over the header page of the
+ * file whose memory holds the array (TL_SHM_PAGE bytes), for the library's
+ * own JavaScript (lib/ShmRWLock.js reads TL_SHM_READERS_AT there). It holds
+ * a reference on the mapping until it is collected. It reads nothing
+ * without a check of the file's length: its reader loads from it right
+ * after a compare-exchange on the data, which lies after the page, so a
+ * file cut short enough to lose the page had lost that data first. */
+static napi_value
+tl_napi_shm_header(napi_env env, napi_callback_info info)
+{
+  napi_value argv[1], result;
+  void *data;
+  tl_shm_t *m;
+
+  TL_GET_ARGS(env, info, 1, argv);
+  TL_NAPI_CALL(env, napi_get_typedarray_info(env, argv[0], NULL, NULL, &data,
+                                             NULL, NULL));
+  m = tl_shm_page_ref(data);
+  if (m == NULL) {
+    napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
+    return NULL;
+  }
+  if (node_api_create_external_sharedarraybuffer(env, tl_shm_base(m),
+                                                 TL_SHM_PAGE, tl__shm_finalize,
+                                                 m, &result) != napi_ok) {
+    tl_shm_close(m);
+    tl__throw_last(env, "node_api_create_external_sharedarraybuffer");
+    return NULL;
+  }
+  return result;
+}
+
 /* shmContains(typedArray) -> whether any of its bytes is shared memory. */
 static napi_value
 tl_napi_shm_contains(napi_env env, napi_callback_info info)
@@ -1246,6 +1278,7 @@ tl__shm_exports(napi_env env, napi_value exports)
   } fns[] = {
     { "shmOpen", tl_napi_shm_open },
     { "shmContains", tl_napi_shm_contains },
+    { "shmHeader", tl_napi_shm_header },
     { "shmCount", tl_napi_shm_count },
     { "shmOwnerId", tl_napi_shm_owner_id },
     { "shmOwnerAlive", tl_napi_shm_owner_alive },
@@ -1292,6 +1325,7 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "RW_BLOCKED", TL_SHM_RW_BLOCKED },
     { "RW_DEADLK", TL_SHM_RW_DEADLK },
     { "RW_NOTOWNER", TL_SHM_RW_NOTOWNER },
+    { "READERS", TL_SHM_READERS_AT / 4 },
   };
   napi_value v, table;
 

@@ -32,8 +32,11 @@
  * poked when an owner dies), and the header page holds the doorbells.
  * Version 3: the last 8 KiB of the header hold the read holds. Version 4:
  * the header page holds the nodes' high-water mark (shm_wait.c), where the
- * scans stop: a process of version 3 would not keep it. */
-#define TL_SHM_VERSION 4
+ * scans stop: a process of version 3 would not keep it. Version 5: the
+ * header page counts the read-hold records in use (TL_SHM_READERS_AT),
+ * which a writer reads instead of the records when it is 0: a process of
+ * version 4 would not keep it. */
+#define TL_SHM_VERSION 5
 /* Errors of tl_shm_open besides those of error.h. */
 enum {
   TL_SHM_ESIZE = -20,  /* the file exists with another data size */
@@ -73,6 +76,12 @@ void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id,
 
 /* Where the header page records the data size (shm_linux.c). */
 #define TL_SHM_SIZE_AT 16
+/* Where it counts the read-hold records in use (32 bits, shm_rw.c, R4), a
+ * word that the JavaScript of RWLock's writers reads through a view of the
+ * header page (tl_shm_page_ref). */
+#define TL_SHM_READERS_AT 544
+/* The header page: what that view covers. */
+#define TL_SHM_PAGE 4096
 
 /* 0 while the file still has its whole length (its size by lseek: the header
  * and the data size the header records), else TL_HOST_ECORRUPT: checked before
@@ -337,12 +346,19 @@ tl_shm_t *tl_shm_open(const char *dir, const char *file, uint64_t size,
 
 /* The data region (size bytes) of a mapping. */
 void *tl_shm_data(tl_shm_t *m);
+/* The mapping that holds `addr`, with one more reference (NULL: none), for
+ * a view of its header page (tl_shm_base) that JavaScript keeps; the view's
+ * finalizer gives the reference back with tl_shm_close, and the mapping is
+ * unmapped when its last reference goes. */
+tl_shm_t *tl_shm_page_ref(const void *addr);
+char *tl_shm_base(tl_shm_t *m);
 uint64_t tl_shm_size(tl_shm_t *m);
 /* The mapping's join (owner ids, watchers, nodes). */
 tl_shm_join_t *tl_shm_join_of(tl_shm_t *m);
 
-/* Unmaps a mapping, closes its file and takes it out of the registry. Runs
- * on any thread (the SharedArrayBuffer's finalizer), once per mapping. */
+/* Gives back a reference of a mapping (tl_shm_open's, or tl_shm_page_ref's):
+ * the last one unmaps it, closes its file and takes it out of the registry.
+ * Runs on any thread (the finalizer of a SharedArrayBuffer over it). */
 void tl_shm_close(tl_shm_t *m);
 
 /* Whether any byte of [addr, addr + len) lies in a mapping of this

@@ -62,6 +62,9 @@ struct tl_shm_s {
   uint64_t size;       /* the data size */
   /* In the registry; protected by tl__shm_lock. */
   tl_shm_t *next;
+  /* References (the data's SharedArrayBuffer, views of the header page);
+   * protected by tl__shm_lock. */
+  int refs;
 };
 
 /* The registry of this process's mappings. */
@@ -266,11 +269,35 @@ tl_shm_open(const char *dir, const char *file, uint64_t size, uint64_t *found,
     return NULL;
   }
   pthread_mutex_lock(&tl__shm_lock);
+  m->refs = 1;
   m->next = tl__shm_list;
   tl__shm_list = m;
   atomic_fetch_add(&tl__shm_live, 1);
   pthread_mutex_unlock(&tl__shm_lock);
   return m;
+}
+
+/* The mapping of the registry that holds `addr`, or NULL, with one more
+ * reference when `ref`. Without one the caller keeps the mapping alive (a
+ * typed array over it in its call). */
+static tl_shm_t *
+tl__shm_at(const void *addr, int ref)
+{
+  uintptr_t a = (uintptr_t)addr;
+  tl_shm_t *found = NULL;
+
+  if (atomic_load_explicit(&tl__shm_live, memory_order_acquire) == 0)
+    return NULL;
+  pthread_mutex_lock(&tl__shm_lock);
+  for (tl_shm_t *m = tl__shm_list; m != NULL && found == NULL; m = m->next) {
+    uintptr_t s = (uintptr_t)m->base;
+    if (a >= s && a < s + TL_SHM_HEADER + (uintptr_t)m->size)
+      found = m;
+  }
+  if (found != NULL && ref)
+    found->refs++;
+  pthread_mutex_unlock(&tl__shm_lock);
+  return found;
 }
 
 void *
@@ -291,10 +318,26 @@ tl_shm_size(tl_shm_t *m)
   return m->size;
 }
 
+char *
+tl_shm_base(tl_shm_t *m)
+{
+  return m->base;
+}
+
+tl_shm_t *
+tl_shm_page_ref(const void *addr)
+{
+  return tl__shm_at(addr, 1);
+}
+
 void
 tl_shm_close(tl_shm_t *m)
 {
   pthread_mutex_lock(&tl__shm_lock);
+  if (--m->refs > 0) {
+    pthread_mutex_unlock(&tl__shm_lock);
+    return;
+  }
   for (tl_shm_t **p = &tl__shm_list; *p != NULL; p = &(*p)->next) {
     if (*p == m) {
       *p = m->next;
@@ -311,39 +354,20 @@ tl_shm_close(tl_shm_t *m)
 tl_shm_join_t *
 tl_shm_find_map(const void *addr, char **base)
 {
-  uintptr_t a = (uintptr_t)addr;
-  tl_shm_join_t *j = NULL;
+  tl_shm_t *m = tl__shm_at(addr, 0);
 
-  if (atomic_load_explicit(&tl__shm_live, memory_order_acquire) == 0)
+  if (m == NULL)
     return NULL;
-  pthread_mutex_lock(&tl__shm_lock);
-  for (tl_shm_t *m = tl__shm_list; m != NULL && j == NULL; m = m->next) {
-    uintptr_t s = (uintptr_t)m->base;
-    if (a >= s && a < s + TL_SHM_HEADER + (uintptr_t)m->size) {
-      j = m->join;
-      *base = m->base;
-    }
-  }
-  pthread_mutex_unlock(&tl__shm_lock);
-  return j;
+  *base = m->base;
+  return m->join;
 }
 
 tl_shm_join_t *
 tl_shm_find(const void *addr)
 {
-  uintptr_t a = (uintptr_t)addr;
-  tl_shm_join_t *j = NULL;
+  char *base;
 
-  if (atomic_load_explicit(&tl__shm_live, memory_order_acquire) == 0)
-    return NULL;
-  pthread_mutex_lock(&tl__shm_lock);
-  for (tl_shm_t *m = tl__shm_list; m != NULL && j == NULL; m = m->next) {
-    uintptr_t s = (uintptr_t)m->base;
-    if (a >= s && a < s + TL_SHM_HEADER + (uintptr_t)m->size)
-      j = m->join;
-  }
-  pthread_mutex_unlock(&tl__shm_lock);
-  return j;
+  return tl_shm_find_map(addr, &base);
 }
 
 int

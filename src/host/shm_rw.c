@@ -48,6 +48,21 @@
  * (shm_owners.c), so a reader's death pokes it (shm_wait.c) and it reads
  * the records again.
  *
+ * R4 (a writer that finds no record in use reads none). The header page
+ * counts the records in use (TL_SHM_READERS_AT): a claim adds one before
+ * its compare-exchange of the owner (and takes it back if it claims
+ * nothing), a record emptied (by its holder or a reclaimer) takes its one
+ * back after the owner is 0. So the count is at least the number of
+ * records with an owner at every moment (more only while a claim is on its
+ * way, or for ever by one when a process dies between the two steps of a
+ * claim: then writers read the records, as before). A reader adds its one
+ * before its count and its read of the word; a writer that reads the
+ * count after its id went into the word and finds 0 holds the lock
+ * without reading the records (lib/ShmRWLock.js): in the total order of
+ * the sequentially consistent operations, a reader whose one came after
+ * that read reads the word later still and sees the writer (R1's pair,
+ * with the count in the place of the records).
+ *
  * A thread that holds read locks asks again while a writer's id is in the
  * word: TL_SHM_RW_DEADLK (the writer waits for this thread's holds), as
  * src/rwlock.c refuses a read that would queue behind a waiting writer.
@@ -85,6 +100,13 @@ tl__holds(char *base)
   return (tl_shm_hold_t *)(base + TL_SHM_HOLDS_AT);
 }
 
+/* The count of records in use (R4). */
+static _Atomic uint32_t *
+tl__readers(char *base)
+{
+  return (_Atomic uint32_t *)(base + TL_SHM_READERS_AT);
+}
+
 static uint64_t
 tl__offset(char *base, const void *word)
 {
@@ -110,7 +132,8 @@ tl__mine(char *base, uint64_t offset, uint32_t owner)
 /* Empties the record `h` if its owner `o` is dead. Returns 1 when it held
  * read locks (their word is then `*offset`), else 0. */
 static int
-tl__reclaim(tl_shm_join_t *j, tl_shm_hold_t *h, uint32_t o, uint64_t *offset)
+tl__reclaim(tl_shm_join_t *j, char *base, tl_shm_hold_t *h, uint32_t o,
+            uint64_t *offset)
 {
   uint32_t want = o;
 
@@ -121,6 +144,7 @@ tl__reclaim(tl_shm_join_t *j, tl_shm_hold_t *h, uint32_t o, uint64_t *offset)
   *offset = atomic_load(&h->offset);
   uint32_t c = atomic_exchange(&h->count, 0);
   atomic_store(&h->owner, 0);
+  atomic_fetch_sub(tl__readers(base), 1);
   return c > 0;
 }
 
@@ -143,6 +167,8 @@ tl__claim(tl_shm_join_t *j, char *base, uint32_t owner)
 {
   tl_shm_hold_t *holds = tl__holds(base);
 
+  /* R4: counted before the claim, for the record it claims. */
+  atomic_fetch_add(tl__readers(base), 1);
   for (int pass = 0; pass < 2; pass++) {
     for (uint32_t i = 0; i < TL_SHM_HOLDS; i++) {
       tl_shm_hold_t *h = &holds[i];
@@ -151,12 +177,13 @@ tl__claim(tl_shm_join_t *j, char *base, uint32_t owner)
       if (o == 0) {
         if (atomic_compare_exchange_strong(&h->owner, &o, owner))
           return h;
-      } else if (pass == 1 && tl__reclaim(j, h, o, &offset)) {
+      } else if (pass == 1 && tl__reclaim(j, base, h, o, &offset)) {
         tl__mark_died(base, offset);
         i--; /* claim it on the next turn */
       }
     }
   }
+  atomic_fetch_sub(tl__readers(base), 1);
   return NULL;
 }
 
@@ -186,6 +213,7 @@ tl__drop(tl_shm_join_t *j, char *base, _Atomic uint32_t *w, tl_shm_hold_t *h)
   }
   atomic_store(&h->count, 0);
   atomic_store(&h->owner, 0);
+  atomic_fetch_sub(tl__readers(base), 1);
   tl__wake_writer(j, base, w);
 }
 
@@ -279,7 +307,7 @@ tl_shm_read_holds(tl_shm_join_t *j, char *base, void *word, uint32_t owner,
       return TL_HOST_ECORRUPT;
     uint64_t at;
     if (alive == 0) {
-      if (tl__reclaim(j, h, o, &at) && at == offset)
+      if (tl__reclaim(j, base, h, o, &at) && at == offset)
         died = 1;
       continue;
     }

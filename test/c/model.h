@@ -25,6 +25,57 @@ static const char *scenario_name;
 static unsigned long explored, pruned;
 static int failures;
 
+/* The execution being explored, for a failure's report: the actor and its
+ * program counter at each step (an actor number of 200 and more: that
+ * actor minus 200 died there). Inline, so that the checkers that keep
+ * their own trail build without warnings. */
+#define MODEL_TRAIL 512
+typedef struct {
+  int steps[MODEL_TRAIL][2];
+  int len;
+} model_trail_t;
+
+static inline model_trail_t *
+model_trail(void)
+{
+  static model_trail_t trail;
+  return &trail;
+}
+
+/* Records step `depth` of the execution; 0 when it is too long (a
+ * livelock, or a model that needs a longer trail). */
+static inline int
+model_push(int depth, int who, int pc)
+{
+  model_trail_t *t = model_trail();
+  if (depth >= MODEL_TRAIL)
+    return 0;
+  t->steps[depth][0] = who;
+  t->steps[depth][1] = pc;
+  t->len = depth + 1;
+  return 1;
+}
+
+/* Reports the first failure of a scenario with the execution that led to
+ * it (`names`: the actors'), and counts every failure. */
+static inline void
+model_fail(const char *const *names, const char *what)
+{
+  model_trail_t *t = model_trail();
+  if (failures == 0) {
+    fprintf(stderr, "%s: the execution:\n", scenario_name);
+    for (int i = 0; i < t->len; i++) {
+      int a = t->steps[i][0], pc = t->steps[i][1];
+      if (a >= 200)
+        fprintf(stderr, "  %s dies (at pc %d)\n", names[a - 200], pc);
+      else
+        fprintf(stderr, "  %s at pc %d\n", names[a], pc);
+    }
+    fprintf(stderr, "%s: %s\n", scenario_name, what);
+  }
+  failures++;
+}
+
 /* Makes the table (once per program): 2^bits entries. 0, or -1 without
  * memory (said on stderr). */
 static int
@@ -80,6 +131,19 @@ model_seen(const void *state, size_t size)
       return 0;
     }
   }
+}
+
+/* Whether the state is new (counted as explored); one met before is
+ * counted as such and not explored again. */
+static inline int
+model_visit(const void *state, size_t size)
+{
+  if (model_seen(state, size)) {
+    pruned++;
+    return 0;
+  }
+  explored++;
+  return 1;
 }
 
 /* Starts the scenario `name`: an empty table, nothing counted. */

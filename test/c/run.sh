@@ -201,6 +201,14 @@ poke_injections="1:poke-basic 2:poke-death 3:poke-basic 4:poke-basic"
 poke_injections="$poke_injections 5:poke-arrival"
 check_injected shm_poke "$poke_injections" test/c/shm_poke.c
 
+# The model of the read holds of RWLocks across processes (test/c/shm_rw.c,
+# whose header lists its bugs):
+#   1  a reader counts its record after its look at the word  (R4)
+#   2  a leaving reader uncounts before it frees its record   (R4)
+#   3  the writer looks at the count only before its claim    (R4)
+rw_injections="1:rw-basic 2:rw-basic 3:rw-basic"
+check_injected shm_rw "$rw_injections" test/c/shm_rw.c
+
 echo "total $(($(date +%s) - start_all))s"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
