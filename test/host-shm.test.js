@@ -373,6 +373,22 @@ describe('openSharedMemory (Node.js >= 22)', function () {
     assert.throws(() => openSharedMemory('junk', { path: dir, size: 8 }), (e) => e instanceof HostError && e.code === 'ECORRUPT')
   })
 
+  it('refuses a file of another layout version (EVERSION, both versions named) and leaves it as it was', () => {
+    openSharedMemory('v', { path: dir, size: 64 })
+    const file = path.join(dir, 'v.shm')
+    const fd = fs.openSync(file, 'r+')
+    const version = Buffer.alloc(4)
+    fs.readSync(fd, version, 0, 4, 8)
+    const ours = version.readUInt32LE(0)
+    version.writeUInt32LE(ours - 1, 0)
+    fs.writeSync(fd, version, 0, 4, 8)
+    fs.closeSync(fd)
+    const before = fs.readFileSync(file)
+    assert.throws(() => openSharedMemory('v', { path: dir, size: 64 }), (e) => e instanceof HostError && e.code === 'EVERSION' &&
+      e.message.includes(`(${ours - 1}, this is ${ours})`))
+    assert.ok(fs.readFileSync(file).equals(before), 'the file was changed')
+  })
+
   it('wait, notify and waiterCount on a file truncated under the process: an ECORRUPT error, never SIGBUS', function () {
     if (!supported) this.skip()
     const r = run(`const threadlock = require(${INDEX})
