@@ -81,10 +81,10 @@ function shmMissing () {
   return binding.shmSupported === true ? null : `openSharedMemory needs Node.js 22 or later (this is ${process.version})`
 }
 
-function shmLock (dir) {
+// A lock of `Kind` (AsyncLock, RWLock) on openSharedMemory's memory.
+function shmLock (dir, Kind = require('..').AsyncLock) {
   const { openSharedMemory } = require('../host')
-  const { AsyncLock } = require('..')
-  return new AsyncLock(openSharedMemory('bench', { path: dir, size: 8 }), 0)
+  return new Kind(openSharedMemory('bench', { path: dir, size: 8 }), 0)
 }
 
 const impls = {
@@ -131,6 +131,24 @@ const impls = {
     open (dir) {
       const lock = shmLock(dir)
       return { acquire: () => lock.acquire(), close () {} }
+    }
+  },
+  // An RWLock's write lock across processes (blocking form), and the same
+  // in one process below: the writers' path, readers aside.
+  'shm RWLock write sync': {
+    missing: shmMissing,
+    open (dir) {
+      const rw = shmLock(dir, require('..').RWLock)
+      return { sync: true, acquire: () => { rw.acquireWriteSync(); return () => rw.releaseWrite() }, close () {} }
+    }
+  },
+  'RWLock threads write sync': {
+    missing: () => null,
+    inProcess: true,
+    handoff: true,
+    open (dir, buffer) {
+      const rw = new (require('..').RWLock)(buffer || new SharedArrayBuffer(4), 0)
+      return { sync: true, acquire: () => { rw.acquireWriteSync(); return () => rw.releaseWrite() }, close () {} }
     }
   },
   // The same AsyncLock in one process (worker threads, one buffer): what
