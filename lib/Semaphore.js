@@ -223,6 +223,11 @@ Object.defineProperties(shm.ShmSemaphore.prototype, Object.getOwnPropertyDescrip
   },
   acquire (k, options) {
     try {
+      // One permit without options, free at once: as the in-process fast
+      // path.
+      if (k === undefined && options === undefined && this[shm.TRY](1)) {
+        return Promise.resolve(gate.makeRelease(this[shm.ONE], false))
+      }
       const [p, o, own] = readPermitArgs(k, options, 'Semaphore.acquire')
       const n = readPermits(p, 'Semaphore.acquire')
       return this[shm.ASYNC](n, readAsyncOptions(o, 'Semaphore.acquire', true, own), 'Semaphore.acquire')
@@ -235,6 +240,13 @@ Object.defineProperties(shm.ShmSemaphore.prototype, Object.getOwnPropertyDescrip
   },
   runExclusive (callback, options) {
     const where = 'Semaphore.runExclusive'
+    try {
+      if (options === undefined && typeof callback === 'function' && this[shm.TRY](1)) {
+        return gate.runHeld(callback, this[shm.ONE], undefined)
+      }
+    } catch (err) {
+      return Promise.reject(err) // a wrong receiver
+    }
     return gate.runHolding(callback, where, () => {
       const n = readPermits(options !== null && typeof options === 'object' ? options.permits : undefined, where)
       return this[shm.ASYNC](n, readAsyncOptions(options, where, true, PERMITS), where)

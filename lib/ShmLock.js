@@ -449,12 +449,24 @@ class ShmLock extends SharedSlot {
     }
   }
 
+  // A free word taken at once: the callback runs held (gate.runHeld), with
+  // no release function and no acquire promise in between, as the
+  // in-process lock's runExclusive. `this` may be a wrong receiver: then
+  // the private field throws, and the caller rejects.
+  #runHeld (callback) {
+    return typeof callback === 'function' && !this.#side.waiting && this.#fast()
+      ? gate.runHeld(callback, this.#release, this.#side.hold)
+      : undefined
+  }
+
   runExclusive (callback, options) {
-    return gate.rejecting(() => gate.runHolding(callback, 'AsyncLock.runExclusive', () => this.#acquire(options, 'AsyncLock.runExclusive')))
+    return gate.rejecting(() => (options === undefined ? this.#runHeld(callback) : undefined) ??
+      gate.runHolding(callback, 'AsyncLock.runExclusive', () => this.#acquire(options, 'AsyncLock.runExclusive')))
   }
 
   executeLocked (f) {
-    return gate.rejecting(() => gate.runHolding(f, 'AsyncLock.executeLocked', () => this.#acquire(undefined, 'AsyncLock.executeLocked')))
+    return gate.rejecting(() => this.#runHeld(f) ??
+      gate.runHolding(f, 'AsyncLock.executeLocked', () => this.#acquire(undefined, 'AsyncLock.executeLocked')))
   }
 }
 

@@ -423,13 +423,8 @@ class ShmRWLock extends SharedSlot {
         : Promise.reject(busyError(where))
     }
     if (o.timeout === 0 && this.#side.waiting) return Promise.reject(timeoutError(0, where))
-    // Granted at once when the word is free and no read-hold record of the
-    // file is in use (the look before the claim only spares a withdrawal:
-    // the one after it decides, R4).
-    if (!this.#side.waiting && this.#noReaders() && this.#claim() === true) {
-      if (this.#noReaders()) return Promise.resolve(gate.makeRelease(this.#releaseWrite, this.#granted()))
-      this.#withdraw()
-    }
+    const died = this.#fastWrite()
+    if (died !== undefined) return Promise.resolve(gate.makeRelease(this.#releaseWrite, died))
     // Behind this thread's older write requests, or its hold.
     return this.#side.request(o, where, this.#writing, this.#compete)
   }
@@ -470,8 +465,26 @@ class ShmRWLock extends SharedSlot {
     return gate.makeRelease(this.#releaseWrite, this.#granted())
   }
 
+  // The promise forms' fast path: granted at once when this thread has no
+  // write request queued, the word is free and no read-hold record of the
+  // file is in use (the look before the claim only spares a withdrawal: the
+  // one after it decides, R4). Whether a holder died, or undefined.
+  #fastWrite () {
+    if (this.#side.waiting || !this.#noReaders() || this.#claim() !== true) return undefined
+    if (this.#noReaders()) return this.#granted()
+    this.#withdraw()
+    return undefined
+  }
+
   runWrite (callback, options) {
-    return gate.rejecting(() => gate.runHolding(callback, 'RWLock.runWrite', () => this.#acquireWrite(options, 'RWLock.runWrite')))
+    return gate.rejecting(() => {
+      // Taken at once: the callback runs held (gate.runHeld), as the
+      // in-process RWLock's runWrite.
+      if (options === undefined && typeof callback === 'function' && this.#fastWrite() !== undefined) {
+        return gate.runHeld(callback, this.#releaseWrite, this.#side.hold)
+      }
+      return gate.runHolding(callback, 'RWLock.runWrite', () => this.#acquireWrite(options, 'RWLock.runWrite'))
+    })
   }
 }
 

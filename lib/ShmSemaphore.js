@@ -111,6 +111,8 @@ const TRY = Symbol('tryAcquire')
 const SYNC = Symbol('acquireSync')
 const ASYNC = Symbol('acquire')
 const RELEASE = Symbol('release')
+// The release function of one permit (the same function every time).
+const ONE = Symbol('releaseOne')
 
 class ShmSemaphore extends SharedSlot {
   #i32
@@ -169,6 +171,8 @@ class ShmSemaphore extends SharedSlot {
   }
 
   [TRY] (n) { return this.#take(n) }
+
+  get [ONE] () { return this.#releaseOne }
 
   [SYNC] (n, timeout, where) {
     const deadline = gate.deadlineOf(timeout)
@@ -263,4 +267,4 @@ class ShmSemaphore extends SharedSlot {
   }
 }
 
-module.exports = { ShmSemaphore, TRY, SYNC, ASYNC, RELEASE }
+module.exports = { ShmSemaphore, TRY, SYNC, ASYNC, RELEASE, ONE }

@@ -373,6 +373,32 @@ describe('openSharedMemory (Node.js >= 22)', function () {
     assert.throws(() => openSharedMemory('junk', { path: dir, size: 8 }), (e) => e instanceof HostError && e.code === 'ECORRUPT')
   })
 
+  it('the promise methods of every primitive on it reject a wrong receiver, never throw (also where a free word runs the callback at once)', async () => {
+    const b = openSharedMemory('recv', { path: dir, size: 64 })
+    const objects = [new threadlock.AsyncLock(b, 0), new threadlock.Semaphore(2, b, 8), new threadlock.RWLock(b, 16)]
+    const calls = [
+      ['runExclusive', [() => {}]], ['executeLocked', [() => {}]], ['acquire', []], ['runWrite', [() => {}]], ['acquireWrite', []]
+    ]
+    let tried = 0
+    for (const x of objects) {
+      const proto = Object.getPrototypeOf(x)
+      for (const [method, args] of calls) {
+        if (typeof proto[method] !== 'function') continue
+        let p
+        assert.doesNotThrow(() => { p = proto[method].call({}, ...args) }, `${proto.constructor.name}.${method}`)
+        await assert.rejects(p, TypeError, `${proto.constructor.name}.${method}`)
+        tried++
+      }
+      // And on the real object the fast paths grant and release.
+      if (typeof x.runExclusive === 'function') assert.strictEqual(await x.runExclusive(() => 7), 7)
+      if (typeof x.runWrite === 'function') assert.strictEqual(await x.runWrite(() => 8), 8)
+    }
+    assert.strictEqual(tried, 7)
+    assert.strictEqual(objects[0].locked, false)
+    assert.strictEqual(objects[1].value, 2)
+    assert.strictEqual(objects[2].writer, null)
+  })
+
   it('refuses a file of another layout version (EVERSION, both versions named) and leaves it as it was', () => {
     openSharedMemory('v', { path: dir, size: 64 })
     const file = path.join(dir, 'v.shm')
