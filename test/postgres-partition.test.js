@@ -10,7 +10,7 @@
 const assert = require('assert')
 const pg = require('pg')
 const { createLockManager, SessionError } = require('../postgres')
-const { config, needServer, needNft, cut, blackhole, heal, unique } = require('./fixtures/pg-env')
+const { config, needServer, needNft, cut, blackhole, heal, unique, unusedPort } = require('./fixtures/pg-env')
 const { within } = require('./fixtures/threads')
 const { outcome, deferred } = require('./fixtures/named-locks-harness')
 
@@ -74,7 +74,7 @@ describe('threadlock/postgres: a server that does not answer', function () {
   afterEach(heal)
 
   it('a request fails with ECONNECT within the pool\'s connection timeout (10 s by default), and close() returns at once', async () => {
-    const port = 40000 + (process.pid % 20000)
+    const port = unusedPort()
     blackhole(port)
     const m = createLockManager({ host: '127.0.0.1', port, user: 'nobody', password: 'x', database: 'nothing' })
     try {
