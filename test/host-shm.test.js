@@ -160,13 +160,24 @@ async function killAtRandom (kids, stopped, respawn) {
   return kids
 }
 
-// After killAtRandom: the count at i[progress] grows for `pause` ms (the
-// survivors go on), then i[stop] set, every child says 'done' within 30 s
-// (else the failure shows the file `name`'s nodes and the children).
+// After killAtRandom: the survivors run for `pause` ms, and the count at
+// i[progress] has grown by then or grows within 30 s (the survivors go
+// on), then i[stop] set, every child says 'done' within 30 s (else the
+// failure shows the file `name`'s nodes and the children).
 async function survivorsFinish (i, progress, stop, pause, kids, dir, name) {
   const before = Atomics.load(i, progress)
   await new Promise((resolve) => setTimeout(resolve, pause))
-  assert.ok(Atomics.load(i, progress) > before, 'the survivors go on')
+  // Not within `pause` only: on a loaded machine a holder preempted inside
+  // its 2 ms hold, or a grantee that is runnable but not yet run, keeps
+  // the other survivors waiting meanwhile (gaps of up to 0.7 s between two
+  // grants, the holder or grantee runnable, nobody asleep in vain, with two
+  // copies of this file and four busy processes on 2 cores; a fixed 300 ms
+  // window saw no grant in 1 of 10 such runs). A lost wake-up still fails:
+  // no grant in 30 s.
+  for (let k = 0; Atomics.load(i, progress) === before; k++) {
+    if (k === 3000) assert.fail(`the survivors go on: no grant in 30 s\n${fileState(dir, name, kids)}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
   const done = kids.map((k) => next(k.child))
   Atomics.store(i, stop, 1)
   assert.deepStrictEqual(await orState(Promise.all(done), 30000, () => fileState(dir, name, kids)), kids.map(() => 'done'))
