@@ -21,7 +21,12 @@
 // word; with a live writer's id there it backs off (and wakes that writer:
 // shm_rw.c, R2), sets WAITERS and sleeps on the word until the writer
 // releases. A dead writer's id is cleared with DIED (the readers take the
-// lock over and are told).
+// lock over and are told). While no writer's id is in the word, this file
+// does the same steps itself on the header (#enterFast, #leaveFast: the
+// count of records in use up, a free record claimed, its offset and count
+// written, then the word read; and back in the order of shm_rw.c's drop),
+// with no native call; anything else (a writer there, no free record, a
+// record of this thread that this file did not make) is the core's.
 // A writer: first puts its id into the word (one compare-exchange from no
 // writer, or from a dead writer's id with DIED; barging, as lib/ShmLock.js;
 // a live writer there: WAITERS, sleep); from then on no new reader enters.
@@ -74,6 +79,7 @@ const gate = require('./gate')
 const native = require('./native')
 const shmWait = require('./shmWait')
 const { sideOf } = require('./ShmOrder')
+const sides = require('./sides')
 const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
 
@@ -90,10 +96,15 @@ const { compareExchange, load } = Atomics
 const WATCH = 1
 const REFUSE_MINE = 2
 
-// The header page of each file this thread opened a cross-process RWLock
-// in (native.shmHeader), by the data's SharedArrayBuffer: its word
-// READERS counts the read-hold records in use (src/host/shm_rw.c, R4).
+// The header of each file this thread opened a cross-process RWLock in
+// (native.shmHeader), by the data's SharedArrayBuffer: its word READERS
+// counts the read-hold records in use (src/host/shm_rw.c, R4), and from
+// HOLDS_AT lie the records, four words each: owner, count, the word's
+// offset in the data (64 bits, little-endian).
 const headers = new WeakMap()
+// The records' layout is read as little-endian 64-bit offsets: elsewhere
+// the readers leave everything to the core.
+const LITTLE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
 function headerOf (i32) {
   let h = headers.get(i32.buffer)
@@ -110,7 +121,12 @@ let holds = 0
 
 class ShmRWLock extends SharedSlot {
   #i32
-  #header // the file's header page (READERS)
+  #header // the file's header (READERS, the read-hold records)
+  // This thread's side of the word for readers (lib/sides.js, shared by
+  // its objects on the word): the record that #enterFast last claimed.
+  #reads
+  #offLo // the word's offset in the data, low and high 32 bits
+  #offHi
   #me
   // This thread's side of the word for writers (lib/ShmOrder.js): its queue
   // of promise write requests, its write hold and its draining requests,
@@ -132,6 +148,9 @@ class ShmRWLock extends SharedSlot {
     this.#me = native.shmOwnerId(this.#i32)
     this.#side = sideOf(this.#i32, 'write')
     this.#header = headerOf(this.#i32)
+    this.#reads = sides.sideOf(this.#i32, 'shm read', () => ({ rec: -1 }))
+    this.#offLo = this.#i32.byteOffset % 2 ** 32
+    this.#offHi = Math.floor(this.#i32.byteOffset / 2 ** 32)
   }
 
   get handle () { return { type: 'RWLock', buffer: this.buffer, byteOffset: this.byteOffset } }
@@ -167,6 +186,8 @@ class ShmRWLock extends SharedSlot {
   // undefined (a live writer: #seen holds the word), or null (this thread
   // holds read locks and a writer waits for them: EDEADLK).
   #enter () {
+    const fast = this.#enterFast()
+    if (fast !== undefined) return fast
     const r = native.shmReadEnter(this.#i32, 0)
     if (r === 0) return false
     if (r === 1) return true
@@ -193,13 +214,85 @@ class ShmRWLock extends SharedSlot {
     return w
   }
 
+  // The record `rec` if it is this thread's for this word with read locks
+  // in it: the index of its first word in #header, else -1.
+  #mine (rec) {
+    if (rec < 0) return -1
+    const h = this.#header
+    const at = (HOLDS_AT >> 2) + 4 * rec
+    return load(h, at) === this.#me && load(h, at + 1) > 0 &&
+      load(h, at + 2) === (this.#offLo | 0) && load(h, at + 3) === this.#offHi
+      ? at
+      : -1
+  }
+
+  // shm_rw.c's tl_shm_read_enter while the word has no writer, in
+  // JavaScript: whether DIED is set (the read lock is this thread's), or
+  // undefined (nothing changed: ask the core). The word is loaded first, so
+  // that a file cut short enough to lose the header faults there, as any
+  // access to the word would.
+  #enterFast () {
+    if (!LITTLE) return undefined
+    const v = load(this.#i32, 0)
+    if ((v & ID) !== 0) return undefined
+    const h = this.#header
+    let at = this.#mine(this.#reads.rec)
+    if (at >= 0) {
+      // More read locks in this thread's record, counted after the word was
+      // seen free (as the core: the writer sees the record held anyway).
+      Atomics.store(h, at + 1, load(h, at + 1) + 1)
+      return (v & DIED) !== 0
+    }
+    // A new record: counted in READERS first (R4), claimed, its offset and
+    // then its count written, and only then the word read again (R1).
+    Atomics.add(h, READERS, 1)
+    const first = HOLDS_AT >> 2
+    let rec = -1
+    for (let r = 0; r < HOLDS && rec < 0; r++) {
+      if (load(h, first + 4 * r) === 0 && compareExchange(h, first + 4 * r, 0, this.#me) === 0) rec = r
+    }
+    if (rec < 0) {
+      Atomics.sub(h, READERS, 1) // none free: the core empties dead ones
+      return undefined
+    }
+    at = first + 4 * rec
+    Atomics.store(h, at + 2, this.#offLo | 0)
+    Atomics.store(h, at + 3, this.#offHi)
+    Atomics.store(h, at + 1, 1)
+    const w = load(this.#i32, 0)
+    if ((w & ID) === 0) {
+      this.#reads.rec = rec
+      return (w & DIED) !== 0
+    }
+    // A writer came in between: back off as the core does, and let it
+    // decide (it sleeps this request, or takes a dead writer over).
+    this.#drop(at)
+    return undefined
+  }
+
+  // Gives back the record at `at` (its last read lock) in the order of
+  // shm_rw.c's drop: count, owner, READERS; then the writer that waits for
+  // the readers, if one does, reads the records again (R2).
+  #drop (at) {
+    const h = this.#header
+    Atomics.store(h, at + 1, 0)
+    Atomics.store(h, at, 0)
+    Atomics.sub(h, READERS, 1)
+    if ((load(this.#i32, 0) & DRAINING) !== 0) native.shmWakeWriter(this.#i32, 0)
+  }
+
   tryAcquireRead () {
+    if (this.#enterFast() !== undefined) return true
     const r = native.shmReadEnter(this.#i32, 0)
     return r === 0 || r === 1
   }
 
   acquireReadSync (options) {
     const where = 'RWLock.acquireReadSync'
+    if (options === undefined) {
+      const died = this.#enterFast()
+      if (died !== undefined) return died
+    }
     const timeout = readSyncOptions(options, where)
     return this.#untilSync(() => {
       const died = this.#enter()
@@ -210,6 +303,14 @@ class ShmRWLock extends SharedSlot {
   }
 
   releaseRead () {
+    load(this.#i32, 0) // the word first (see #enterFast)
+    const at = this.#mine(this.#reads.rec)
+    if (at >= 0) {
+      const c = load(this.#header, at + 1)
+      if (c > 1) Atomics.store(this.#header, at + 1, c - 1)
+      else this.#drop(at)
+      return
+    }
     if (native.shmReadLeave(this.#i32, 0) === RW_NOTOWNER) {
       throw notOwnerError('RWLock.releaseRead', 'this thread holds no read lock on it (read locks belong to their thread, in every process)')
     }
@@ -488,6 +589,6 @@ class ShmRWLock extends SharedSlot {
   }
 }
 
-const { RW_DEADLK, RW_NOTOWNER, READERS } = native.shmConstants || {}
+const { RW_DEADLK, RW_NOTOWNER, READERS, HOLDS_AT, HOLDS } = native.shmConstants || {}
 
 module.exports = { ShmRWLock }

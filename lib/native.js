@@ -134,5 +134,6 @@ module.exports = {
   // Read holds of RWLocks on shared memory (lib/ShmRWLock.js).
   shmReadEnter: answered(binding.shmReadEnter, 'shmReadEnter'),
   shmReadLeave: answered(binding.shmReadLeave, 'shmReadLeave'),
-  shmReadHolds: answered(binding.shmReadHolds, 'shmReadHolds')
+  shmReadHolds: answered(binding.shmReadHolds, 'shmReadHolds'),
+  shmWakeWriter: answered(binding.shmWakeWriter, 'shmWakeWriter')
 }

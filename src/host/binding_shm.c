@@ -130,13 +130,13 @@ tl_napi_shm_open(napi_env env, napi_callback_info info)
   return result;
 }
 
-/* shmHeader(typedArray) -> a SharedArrayBuffer over the header page of the
- * file whose memory holds the array (TL_SHM_PAGE bytes), for the library's
- * own JavaScript (lib/ShmRWLock.js reads TL_SHM_READERS_AT there). It holds
- * a reference on the mapping until it is collected. It reads nothing
- * without a check of the file's length: its reader loads from it right
- * after a compare-exchange on the data, which lies after the page, so a
- * file cut short enough to lose the page had lost that data first. */
+/* shmHeader(typedArray) -> a SharedArrayBuffer over the header of the file
+ * whose memory holds the array (TL_SHM_HEADER bytes), for the library's
+ * own JavaScript (lib/ShmRWLock.js: the count of read-hold records in use
+ * and the records). It holds a reference on the mapping until it is
+ * collected. Nothing checks the file's length before a load from it: its
+ * user touches the lock word first, which lies after the header, so a
+ * file cut short enough to lose the header had lost that word first. */
 static napi_value
 tl_napi_shm_header(napi_env env, napi_callback_info info)
 {
@@ -152,9 +152,9 @@ tl_napi_shm_header(napi_env env, napi_callback_info info)
     napi_throw_type_error(env, NULL, "not memory from openSharedMemory");
     return NULL;
   }
-  if (node_api_create_external_sharedarraybuffer(env, tl_shm_base(m),
-                                                 TL_SHM_PAGE, tl__shm_finalize,
-                                                 m, &result) != napi_ok) {
+  if (node_api_create_external_sharedarraybuffer(
+          env, tl_shm_base(m), TL_SHM_HEADER, tl__shm_finalize, m, &result) !=
+      napi_ok) {
     tl_shm_close(m);
     tl__throw_last(env, "node_api_create_external_sharedarraybuffer");
     return NULL;
@@ -1206,10 +1206,12 @@ tl__shm_rw_result(napi_env env, int64_t r)
   return tl__shm_result(env, r);
 }
 
-/* shmReadEnter(int32Array, index) -> 0, 1 (a dead writer's id cleared),
- * BLOCKED or DEADLK: one more read lock of the calling thread (shm_rw.c). */
+/* A call of shm_rw.c on the element (int32Array, index), for the calling
+ * thread's owner id. */
 static napi_value
-tl_napi_shm_read_enter(napi_env env, napi_callback_info info)
+tl__shm_rw_call(napi_env env, napi_callback_info info,
+                int (*fn)(tl_shm_join_t *j, char *base, void *word,
+                          uint32_t owner))
 {
   napi_value argv[2];
   void *addr;
@@ -1219,22 +1221,22 @@ tl_napi_shm_read_enter(napi_env env, napi_callback_info info)
 
   if (tl__shm_rw_args(env, info, 2, argv, &addr, &j, &base, &id) != 0)
     return NULL;
-  return tl__shm_rw_result(env, tl_shm_read_enter(j, base, addr, id));
+  return tl__shm_rw_result(env, fn(j, base, addr, id));
+}
+
+/* shmReadEnter(int32Array, index) -> 0, 1 (a dead writer's id cleared),
+ * BLOCKED or DEADLK: one more read lock of the calling thread (shm_rw.c). */
+static napi_value
+tl_napi_shm_read_enter(napi_env env, napi_callback_info info)
+{
+  return tl__shm_rw_call(env, info, tl_shm_read_enter);
 }
 
 /* shmReadLeave(int32Array, index) -> 0 or NOTOWNER. */
 static napi_value
 tl_napi_shm_read_leave(napi_env env, napi_callback_info info)
 {
-  napi_value argv[2];
-  void *addr;
-  tl_shm_join_t *j;
-  char *base;
-  uint32_t id;
-
-  if (tl__shm_rw_args(env, info, 2, argv, &addr, &j, &base, &id) != 0)
-    return NULL;
-  return tl__shm_rw_result(env, tl_shm_read_leave(j, base, addr, id));
+  return tl__shm_rw_call(env, info, tl_shm_read_leave);
 }
 
 /* shmReadHolds(int32Array, index, mode) -> the live read locks of the
@@ -1260,6 +1262,14 @@ tl_napi_shm_read_holds(napi_env env, napi_callback_info info)
     return v;
   }
   return tl__shm_rw_result(env, r);
+}
+
+/* shmWakeWriter(int32Array, index) -> 0: R2 after a read hold that
+ * JavaScript gave back itself (lib/ShmRWLock.js). */
+static napi_value
+tl_napi_shm_wake_writer(napi_env env, napi_callback_info info)
+{
+  return tl__shm_rw_call(env, info, tl_shm_wake_writer);
 }
 
 /* shmHoldsUsed(typedArray) -> read-hold records of the file in use. */
@@ -1299,6 +1309,7 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "shmReadLeave", tl_napi_shm_read_leave },
     { "shmReadHolds", tl_napi_shm_read_holds },
     { "shmHoldsUsed", tl_napi_shm_holds_used },
+    { "shmWakeWriter", tl_napi_shm_wake_writer },
   };
   static const struct {
     const char *name;
@@ -1326,6 +1337,8 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "RW_DEADLK", TL_SHM_RW_DEADLK },
     { "RW_NOTOWNER", TL_SHM_RW_NOTOWNER },
     { "READERS", TL_SHM_READERS_AT / 4 },
+    { "HOLDS_AT", TL_SHM_HOLDS_AT },
+    { "HOLDS", TL_SHM_HOLDS },
   };
   napi_value v, table;
 

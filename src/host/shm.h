@@ -77,11 +77,9 @@ void tl_shm_thread_remove(tl_shm_join_t *j, uint32_t id,
 /* Where the header page records the data size (shm_linux.c). */
 #define TL_SHM_SIZE_AT 16
 /* Where it counts the read-hold records in use (32 bits, shm_rw.c, R4), a
- * word that the JavaScript of RWLock's writers reads through a view of the
- * header page (tl_shm_page_ref). */
+ * word that the JavaScript of RWLocks reads and writes through a view of
+ * the header (tl_shm_page_ref), as it does the records themselves. */
 #define TL_SHM_READERS_AT 544
-/* The header page: what that view covers. */
-#define TL_SHM_PAGE 4096
 
 /* 0 while the file still has its whole length (its size by lseek: the header
  * and the data size the header records), else TL_HOST_ECORRUPT: checked before
@@ -322,6 +320,12 @@ int64_t tl_shm_read_holds(tl_shm_join_t *j, char *base, void *word,
                           uint32_t owner, int watch, int64_t *mine);
 /* Read holds in use, whatever their owner (for the tests). */
 int64_t tl_shm_holds_used(char *base);
+/* R2 for a reader whose last hold lib/ShmRWLock.js gave back itself: a
+ * writer that waits for the readers (DRAINING) reads the records again.
+ * 0, or TL_HOST_ECORRUPT. (`owner` is unused: the signature of the two
+ * above.) */
+int tl_shm_wake_writer(tl_shm_join_t *j, char *base, void *word,
+                       uint32_t owner);
 
 /* The waiters of the word whose owner is alive (for the tests and
  * waiterCount), or TL_HOST_ECORRUPT. */
@@ -347,7 +351,7 @@ tl_shm_t *tl_shm_open(const char *dir, const char *file, uint64_t size,
 /* The data region (size bytes) of a mapping. */
 void *tl_shm_data(tl_shm_t *m);
 /* The mapping that holds `addr`, with one more reference (NULL: none), for
- * a view of its header page (tl_shm_base) that JavaScript keeps; the view's
+ * a view of its header (tl_shm_base) that JavaScript keeps; the view's
  * finalizer gives the reference back with tl_shm_close, and the mapping is
  * unmapped when its last reference goes. */
 tl_shm_t *tl_shm_page_ref(const void *addr);

@@ -335,3 +335,13 @@ tl_shm_holds_used(char *base)
     used += atomic_load(&holds[i].owner) != 0;
   return used;
 }
+
+int
+tl_shm_wake_writer(tl_shm_join_t *j, char *base, void *word, uint32_t owner)
+{
+  (void)owner;
+  if (tl_shm_header_ok(j) != 0)
+    return TL_HOST_ECORRUPT;
+  tl__wake_writer(j, base, word);
+  return 0;
+}

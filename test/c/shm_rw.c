@@ -2,7 +2,9 @@
  * processes: the Dekker pair of a reader's hold record and a writer's id in
  * the word (src/host/shm_rw.c, R1), with the count of records in use that a
  * writer reads instead of the records when it is 0 (R4; the writers' fast
- * path of lib/ShmRWLock.js).
+ * path of lib/ShmRWLock.js). The readers' steps are those of both
+ * tl_shm_read_enter / tl__drop in C and #enterFast / #drop of
+ * lib/ShmRWLock.js, which take them in the same order.
  *
  * As test/c/shm_sem.c: no lock anywhere; the word, the records and the
  * count change by single sequentially consistent steps, so the model is a
