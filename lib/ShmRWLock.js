@@ -22,9 +22,10 @@
 // shm_rw.c, R2), sets WAITERS and sleeps on the word until the writer
 // releases. A dead writer's id is cleared with DIED (the readers take the
 // lock over and are told). While no writer's id is in the word, this file
-// does the same steps itself on the header (#enterFast, #leaveFast: the
-// count of records in use up, a free record claimed, its offset and count
-// written, then the word read; and back in the order of shm_rw.c's drop),
+// does the same steps itself on the header (#enterFast: the count of
+// records in use up, a free record claimed, its offset and count written,
+// then the word read; releaseRead and #drop: back in the order of
+// shm_rw.c's drop),
 // with no native call; anything else (a writer there, no free record, a
 // record of this thread that this file did not make) is the core's.
 // A writer: first puts its id into the word (one compare-exchange from no
