@@ -87,6 +87,11 @@ function shmLock (dir, Kind = require('..').AsyncLock) {
   return new Kind(openSharedMemory('bench', { path: dir, size: 8 }), 0)
 }
 
+// A row's blocking form: `take()` blocks until held, `give()` releases.
+function blocking (take, give) {
+  return { sync: true, acquire: () => { take(); return give }, close () {} }
+}
+
 const impls = {
   // threadlock/host, blocking form: requestSync + release.
   'host sync': {
@@ -123,7 +128,7 @@ const impls = {
     missing: shmMissing,
     open (dir) {
       const lock = shmLock(dir)
-      return { sync: true, acquire: () => { lock.lock(); return () => lock.unlock() }, close () {} }
+      return blocking(() => lock.lock(), () => lock.unlock())
     }
   },
   'shm AsyncLock async': {
@@ -139,7 +144,7 @@ const impls = {
     missing: shmMissing,
     open (dir) {
       const rw = shmLock(dir, require('..').RWLock)
-      return { sync: true, acquire: () => { rw.acquireWriteSync(); return () => rw.releaseWrite() }, close () {} }
+      return blocking(() => rw.acquireWriteSync(), () => rw.releaseWrite())
     }
   },
   'RWLock threads write sync': {
@@ -148,7 +153,7 @@ const impls = {
     handoff: true,
     open (dir, buffer) {
       const rw = new (require('..').RWLock)(buffer || new SharedArrayBuffer(4), 0)
-      return { sync: true, acquire: () => { rw.acquireWriteSync(); return () => rw.releaseWrite() }, close () {} }
+      return blocking(() => rw.acquireWriteSync(), () => rw.releaseWrite())
     }
   },
   // The same AsyncLock in one process (worker threads, one buffer): what
@@ -159,7 +164,7 @@ const impls = {
     handoff: true,
     open (dir, buffer) {
       const lock = new (require('..').AsyncLock)(buffer || new SharedArrayBuffer(4), 0)
-      return { sync: true, acquire: () => { lock.lock(); return () => lock.unlock() }, close () {} }
+      return blocking(() => lock.lock(), () => lock.unlock())
     }
   },
   'AsyncLock threads async': {
