@@ -9,11 +9,11 @@
 // (src/lock.c), because its waiter list is the file's (src/host/shm_wait.c)
 // and its owners are processes' threads (src/host/shm_owners.c).
 //
-// The word: bits 0..28 the holder's owner id in the file (unique across
-// the host's processes, never 0; 0: free), bit 29 WAITERS (somebody may
-// sleep on the word), bit 30 DIED (the holder took the lock over from an
-// owner that died), bit 31 HANDED (the id is a waiter's that a release
-// handed the lock to, and that has not taken it up yet). The bits are the
+// The word: bits 0..27 the holder's owner id in the file (unique across
+// the host's processes, never 0; 0: free), bit 28 HANDED (the id is a
+// waiter's that a release handed the lock to, and that has not taken it up
+// yet), bit 29 WAITERS (somebody may sleep on the word), bit 30 DIED (the
+// holder took the lock over from an owner that died). The bits are the
 // core's (src/host/shm.h, native.shmConstants).
 //
 // Taking it (#try): a word whose owner field is 0 is taken with one
@@ -142,7 +142,7 @@ const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
 
 const { RESULT_INTERRUPTED } = native.constants
-const { LOCK_ID: ID, LOCK_WAITERS: WAITERS, LOCK_DIED: DIED, LOCK_HANDED: HANDED, ACCEPTED } = native.shmConstants || {}
+const { LOCK_ID: ID, LOCK_WAITERS: WAITERS, LOCK_DIED: DIED, LOCK_HANDED: HANDED, ACCEPTED, RELEASE_FIFO: FIFO } = native.shmConstants || {}
 // shmLockRelease: the word was not the value given (read it again).
 const STALE = 2
 
@@ -177,6 +177,7 @@ class ShmLock extends SharedSlot {
   #i32
   #me
   #fifo
+  #mode // shmLockRelease's: the default policy (0) or FIFO
   // This thread's side of the word (lib/ShmOrder.js): its queue of promise
   // requests and its hold, shared by its objects on the word.
   #side
@@ -191,6 +192,7 @@ class ShmLock extends SharedSlot {
   constructor (buffer, byteOffset, fifo = false) {
     super({ type: 'AsyncLock', words: 1, shm: true }, [buffer, byteOffset])
     this.#fifo = fifo
+    this.#mode = fifo ? FIFO : 0
     this.#i32 = new Int32Array(this.buffer, this.byteOffset, 1)
     this.#me = native.shmOwnerId(this.#i32)
     this.#side = sideOf(this.#i32, 'lock')
@@ -240,7 +242,7 @@ class ShmLock extends SharedSlot {
           // I6: not before the sleepers; taken and released at once.
           if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) {
             handedOn = true
-            native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+            native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, FIFO)
           }
           continue
         }
@@ -257,7 +259,7 @@ class ShmLock extends SharedSlot {
         if (this.#fifo && !slept && !handedOn) {
           if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) {
             handedOn = true
-            native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+            native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, FIFO)
           }
           continue
         }
@@ -300,13 +302,13 @@ class ShmLock extends SharedSlot {
       if ((v & (ID | HANDED)) === (this.#me | HANDED)) {
         const mine = v & ~HANDED
         if (compareExchange(this.#i32, 0, v, mine) !== v) continue
-        native.shmLockRelease(this.#i32, 0, mine, this.#fifo)
+        native.shmLockRelease(this.#i32, 0, mine, this.#mode)
         return
       }
       if ((v & ID) === 0 && (v & WAITERS) !== 0) {
         // In the FIFO mode the next waiter is handed it (I6).
         if (!this.#fifo) native.notify(this.#i32, 0, 1)
-        else if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, true)
+        else if (compareExchange(this.#i32, 0, v, this.#me | WAITERS) === v) native.shmLockRelease(this.#i32, 0, this.#me | WAITERS, FIFO)
         else continue
       }
       return
@@ -377,7 +379,7 @@ class ShmLock extends SharedSlot {
       }
       if ((v & WAITERS) === 0) {
         if (compareExchange(this.#i32, 0, v, 0) !== v) continue
-      } else if (native.shmLockRelease(this.#i32, 0, v, this.#fifo) === STALE) {
+      } else if (native.shmLockRelease(this.#i32, 0, v, this.#mode) === STALE) {
         continue
       }
       this.#side.released()

@@ -8,8 +8,10 @@
 // protocol, on the file's waiter list (src/host/shm_wait.c), its owner ids
 // (src/host/shm_owners.c) and its read-hold records (src/host/shm_rw.c).
 //
-// The word: bits 0..28 the writer's owner id (a writer that holds the lock,
-// or one that waits for the readers to leave; 0: none), bit 29 WAITERS
+// The word: bits 0..27 the writer's owner id (a writer that holds the lock,
+// or one that waits for the readers to leave, or one that a release handed
+// it to; 0: none), bit 28 HANDED (the id is a writer's that a release
+// handed the lock to and that has not taken it up yet), bit 29 WAITERS
 // (somebody may sleep on the word), bit 30 DIED (a holder died since a
 // writer last released), bit 31 DRAINING (set by a writer that waits for
 // the readers to leave, before each look at them; cleared by a reader that
@@ -36,9 +38,29 @@
 // otherwise it reads the records (shmReadHolds): while live readers hold, it
 // sleeps on the word as it was before that read; dead readers' records are
 // emptied and set DIED. The lock is its once none are left.
-// Releasing the write lock: a compare-exchange to 0 and, with WAITERS, a notify of every sleeper: readers
-// all go in, writers compete. A writer that gives up while it waits for
-// readers (timeout, abort, a worker's end) takes its id out the same way.
+// Releasing the write lock: without WAITERS, a compare-exchange to 0; with
+// it, the core's release (src/host/shm_wait.c, tl_shm_lock_release in its
+// RWLock mode, steps H1-H3 of lib/ShmLock.js): the oldest writer asleep
+// whose request has waited 1 ms and that can take the word up at once (a
+// blocking one, or a promise one that is present) is handed it (HANDED |
+// WAITERS | its id), unless a reader asleep is older (every sleeper's node
+// carries its request's ticket; a reader's is never handed the word);
+// otherwise the word goes to 0 and every sleeper is woken: readers all go
+// in, writers compete. A writer that gives up while it waits for readers
+// (timeout, abort, a worker's end) takes its id out and wakes every
+// sleeper.
+//
+// The hand-off (as lib/ShmLock.js, L7 and L8): the grantee takes the word
+// up (HANDED cleared by a compare-exchange from the handed value) in the
+// native wait that finds its node notified, and then waits for readers as
+// any writer (none can have entered: the word named a writer all along).
+// One that leaves without the lock (timeout, abort, its thread's end)
+// takes a hand-off it finds up and releases it again (#passOn). A grantee
+// that died before it took the word up never held: its id is cleared by
+// a reader (shm_rw.c) or taken over by a writer, without DIED. A hand-off
+// whose grantee has no node on the word (it left, and the release died
+// before it took the word back) is free: a writer takes it (#claim), a
+// reader frees it and wakes every sleeper (#prepare).
 //
 // Invariants:
 // - W1 (exclusion). A writer holds only after it found no live read hold
@@ -46,8 +68,11 @@
 //   live of the word); a reader holds only after it found no
 //   live writer in the word while its count was in its record; sequential
 //   consistency makes one of each pair see the other (shm_rw.c, R1). Only
-//   a compare-exchange from no writer or a dead one puts an id in the word;
-//   only its writer takes it out, or anyone once it is dead.
+//   a compare-exchange from no writer or a dead one puts an id in the word,
+//   or a hand-off from the holder's own value (the word names a writer
+//   throughout, so no reader enters in between); only its writer takes it
+//   out, or anyone once it is dead. test/c/shm_rw.c checks it, also across
+//   a hand-off and a grantee's death.
 // - W2 (no lost wake-up). A sleeper publishes its node while the word
 //   holds the value it saw (the list's value check); a writer's release or
 //   withdrawal after that sees WAITERS and notifies every sleeper; a
@@ -70,10 +95,14 @@
 // lib/ShmLock.js): only the oldest competes; a blocking write request while
 // some are queued is EDEADLK, a try is false.
 //
-// Not built (as lib/ShmLock.js): writers barge (a waiting writer competes
-// with running ones, no hand-off, no bound on its wait). A writer killed while it
-// waited for readers counts as a holder that died (DIED), although it never
-// held: nothing tells the two apart.
+// - W5 (the bound). A blocking writer, or a present promise one, whose
+//   request has waited 1 ms is handed the word by the next writer's release
+//   that finds its node WAITING, unless a reader asleep has waited longer;
+//   its ticket keeps its age across its sleeps.
+//
+// Not built (as lib/ShmLock.js): the holder's slice and the present watch.
+// A writer killed while it waited for readers counts as a holder that died
+// (DIED), although it never held: nothing tells the two apart.
 
 const { SharedSlot } = require('./SharedSlot')
 const gate = require('./gate')
@@ -85,10 +114,12 @@ const { readSyncOptions, readAsyncOptions } = require('./validate')
 const { deadlockError, timeoutError, busyError, abortError, notOwnerError, stopTerminated } = require('./errors')
 
 const { RESULT_INTERRUPTED } = native.constants
-const ID = 0x1fffffff
-const WAITERS = 1 << 29
-const DIED = 1 << 30
-const DRAINING = 1 << 31
+const {
+  LOCK_ID: ID, LOCK_HANDED: HANDED, LOCK_WAITERS: WAITERS, LOCK_DIED: DIED, RW_DRAINING: DRAINING,
+  RELEASE_RW, ACCEPTED
+} = native.shmConstants || {}
+// shmLockRelease: the word was not the value given (read it again).
+const STALE = 2
 
 const { compareExchange, load } = Atomics
 
@@ -138,7 +169,7 @@ class ShmRWLock extends SharedSlot {
   #releaseWrite = Object.assign((hold) => {
     if (hold === this.#side.hold) this.releaseWrite()
   }, { hold: () => this.#side.hold })
-  #writing = () => (load(this.#i32, 0) & ID) === this.#me
+  #writing = () => (load(this.#i32, 0) & (ID | HANDED)) === this.#me
   #compete = (o, where, timeout) => this.#waitWrite(o, where, timeout)
 
   #releaseRead = () => this.releaseRead()
@@ -177,7 +208,8 @@ class ShmRWLock extends SharedSlot {
   get ownerDied () {
     const v = load(this.#i32, 0)
     const id = v & ID
-    if (id !== 0) return (v & DIED) !== 0 || !native.shmOwnerAlive(this.#i32, id)
+    // A grantee that died before it took a hand-off up never held.
+    if (id !== 0) return (v & DIED) !== 0 || ((v & HANDED) === 0 && !native.shmOwnerAlive(this.#i32, id))
     return (v & DIED) !== 0 && this.readers > 0
   }
 
@@ -206,6 +238,15 @@ class ShmRWLock extends SharedSlot {
     const v = this.#seen
     const id = v & ID
     if (id === 0) return undefined
+    // L7 (lib/ShmLock.js): a hand-off whose grantee has no node on the word
+    // (it left, and the release that wrote it died before it took it back)
+    // is free: freed, and every sleeper woken, as a writer's release does.
+    if ((v & HANDED) !== 0 && id !== this.#me && !native.shmHasNode(this.#i32, 0, id)) {
+      if (compareExchange(this.#i32, 0, v, v & ~(ID | HANDED | WAITERS)) === v && (v & WAITERS) !== 0) {
+        native.notify(this.#i32, 0, Infinity)
+      }
+      return undefined
+    }
     const w = v | WAITERS
     if (v !== w && compareExchange(this.#i32, 0, v, w) !== v) return undefined
     native.shmWatch(this.#i32)
@@ -300,7 +341,7 @@ class ShmRWLock extends SharedSlot {
       if (died === null) throw deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted')
       if (died === undefined && (this.#seen & ID) === this.#me) throw deadlockError(where, 'this thread holds the write lock, so a blocking read would never return')
       return died
-    }, where, timeout, gate.deadlineOf(timeout))
+    }, where, timeout, gate.deadlineOf(timeout), ShmRWLock.#request(false))
   }
 
   releaseRead () {
@@ -337,7 +378,7 @@ class ShmRWLock extends SharedSlot {
       const died = this.#enter()
       if (died === null) throw deadlockError(where, 'this thread holds a read lock and a writer waits for it, so a further read lock would never be granted')
       return died
-    }, o, where, gate.deadlineOf(o.timeout))
+    }, o, where, gate.deadlineOf(o.timeout), ShmRWLock.#request(false))
     return gate.makeRelease(this.#releaseRead, died)
   }
 
@@ -345,31 +386,106 @@ class ShmRWLock extends SharedSlot {
   // tried until it returns something other than undefined (undefined: a
   // live writer holds the word, #seen), which is returned; between tries
   // the thread sleeps on the word (#prepare), until the deadline.
-  #untilSync (attempt, where, timeout, deadline) {
+  //
+  // `req` (#request(): its ticket, drawn at its first sleep and kept, so
+  // that its nodes tell its age; whether it has slept, and come back from
+  // its event loop) is the request's. A writer's claim sleeps as a
+  // hand-off waiter of the lock (lib/ShmLock.js): a release may hand it the
+  // word (HANDED | WAITERS | its id) once its request has waited 1 ms, if
+  // it can take it up at once (a blocking wait, or a promise one that is
+  // present), unless readers have waited longer; the native wait takes it
+  // up (L8) and answers ACCEPTED, and the claim is made (true). A claim
+  // that leaves without the word (timeout, abort, its thread's end) passes
+  // on a hand-off it finds. A reader's nodes carry its ticket only for
+  // their age.
+  #untilSync (attempt, where, timeout, deadline, req) {
+    const claim = req.writer ? req : null
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
       const got = attempt()
       if (got !== undefined) return got
       const left = gate.remaining(deadline)
-      if (left === 0) throw timeoutError(timeout, where)
+      if (left === 0) {
+        if (claim !== null && claim.slept) this.#passOn()
+        throw timeoutError(timeout, where)
+      }
       const w = this.#prepare()
       if (w === undefined) continue
-      if (native.shmWaitLock(this.#i32, 0, w, left, pokes, 0) === RESULT_INTERRUPTED) stopTerminated(where)
+      const ticket = req.ticket || (req.ticket = native.shmTicket(this.#i32))
+      const r = native.shmWaitLock(this.#i32, 0, w, left, pokes, ticket, !req.writer)
+      req.slept = true
+      if (r === ACCEPTED) return true
+      if (r === RESULT_INTERRUPTED) {
+        if (claim !== null) this.#passOn()
+        stopTerminated(where)
+      }
     }
   }
 
-  async #until (attempt, o, where, deadline) {
+  async #until (attempt, o, where, deadline, req) {
+    const claim = req.writer ? req : null
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
       const got = attempt()
       if (got !== undefined) return got
       const left = gate.remaining(deadline)
-      if (left === 0) throw timeoutError(o.timeout, where)
+      if (left === 0) {
+        if (claim !== null && claim.slept) this.#passOn()
+        throw timeoutError(o.timeout, where)
+      }
       const w = this.#prepare()
       if (w === undefined) continue
-      let r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes })
-      if (typeof r !== 'number') r = await r
-      if (r === 'timed-out') throw timeoutError(o.timeout, where)
+      const ticket = req.ticket || (req.ticket = native.shmTicket(this.#i32))
+      let r
+      try {
+        r = shmWait.waitAsync(this.#i32, 0, w, { timeout: left, ref: o.ref, signal: o.signal, pokes, ticket, present: req.woke, reader: !req.writer })
+        if (typeof r !== 'number') {
+          r = await r
+          req.woke = true
+        }
+      } catch (err) {
+        if (claim !== null) this.#passOn() // an abort
+        throw err
+      }
+      req.slept = true
+      if (r === 'accepted' || r === ACCEPTED) return true
+      if (r === 'timed-out') {
+        if (claim !== null) this.#passOn()
+        throw timeoutError(o.timeout, where)
+      }
+    }
+  }
+
+  // A request, for its sleeps (#untilSync, #until).
+  static #request (writer) { return { writer, ticket: 0, slept: false, woke: false } }
+
+  // A writer that leaves without the word takes up a hand-off it finds and
+  // releases it again (to the next writer, or freed with every sleeper
+  // woken), as lib/ShmLock.js's #passOn.
+  #passOn () {
+    for (;;) {
+      const v = load(this.#i32, 0)
+      if ((v & (ID | HANDED)) !== (this.#me | HANDED)) return
+      const mine = v & ~HANDED
+      if (compareExchange(this.#i32, 0, v, mine) !== v) continue
+      this.#release(mine)
+      return
+    }
+  }
+
+  // The release of the word `v` that this thread's id holds: a free with
+  // one compare-exchange while nobody sleeps on it; otherwise the core's
+  // (shm_wait.c, tl_shm_lock_release in the RWLock's mode): a hand-off to
+  // the oldest writer that has waited 1 ms and can take it up, or a free
+  // with every sleeper woken.
+  #release (v) {
+    for (;;) {
+      if ((v & WAITERS) === 0) {
+        if (compareExchange(this.#i32, 0, v, 0) === v) return
+      } else if (native.shmLockRelease(this.#i32, 0, v, RELEASE_RW) !== STALE) {
+        return
+      }
+      v = load(this.#i32, 0)
     }
   }
 
@@ -387,10 +503,18 @@ class ShmRWLock extends SharedSlot {
       const v = load(this.#i32, 0)
       const id = v & ID
       let next
-      if (id === 0) next = (v & (WAITERS | DIED)) | this.#me
-      else if (id === this.#me) return null
-      else if (!native.shmOwnerAlive(this.#i32, id)) next = (v & WAITERS) | this.#me | DIED
-      else {
+      if (id === 0) {
+        next = (v & (WAITERS | DIED)) | this.#me
+      } else if (id === this.#me) {
+        if ((v & HANDED) === 0) return null
+        next = v & ~HANDED // handed to this request by a release: taken up
+      } else if (!native.shmOwnerAlive(this.#i32, id)) {
+        // A dead writer's id taken over (DIED); a grantee that died before
+        // it took its hand-off up never held.
+        next = (v & WAITERS) | this.#me | ((v & HANDED) !== 0 ? 0 : DIED)
+      } else if ((v & HANDED) !== 0 && !native.shmHasNode(this.#i32, 0, id)) {
+        next = (v & WAITERS) | this.#me // L7 (lib/ShmLock.js): free
+      } else {
         this.#seen = v
         return undefined
       }
@@ -469,7 +593,7 @@ class ShmRWLock extends SharedSlot {
         const claimed = this.#claim()
         if (claimed === null) throw deadlockError(where, 'this thread holds the write lock, so a blocking acquireWriteSync() would never return')
         return claimed ? true : undefined
-      }, where, timeout, deadline)
+      }, where, timeout, deadline, ShmRWLock.#request(true))
     }
     // Then the readers: none left.
     for (;;) {
@@ -497,19 +621,16 @@ class ShmRWLock extends SharedSlot {
   }
 
   releaseWrite () {
-    for (;;) {
-      const v = load(this.#i32, 0)
-      if ((v & ID) !== this.#me || this.#side.draining !== 0) {
-        throw notOwnerError('RWLock.releaseWrite', (v & ID) === 0
-          ? 'the write lock is not held'
-          : 'the write lock is not held by this thread (of this or another process)')
-      }
-      if (compareExchange(this.#i32, 0, v, 0) === v) {
-        if ((v & WAITERS) !== 0) native.notify(this.#i32, 0, Infinity)
-        this.#side.released()
-        return
-      }
+    const v = load(this.#i32, 0)
+    if ((v & (ID | HANDED)) !== this.#me || this.#side.draining !== 0) {
+      throw notOwnerError('RWLock.releaseWrite', (v & ID) === 0
+        ? 'the write lock is not held'
+        : 'the write lock is not held by this thread (of this or another process)')
     }
+    // Only this thread changes the word now (others add WAITERS, readers
+    // leaving clear DRAINING, which is clear while it holds).
+    this.#release(v)
+    this.#side.released()
   }
 
   acquireWrite (options) {
@@ -542,7 +663,7 @@ class ShmRWLock extends SharedSlot {
       // The writer is this thread (another request of it): wait for it.
       if (claimed === null) this.#seen = load(this.#i32, 0)
       return undefined
-    }, { ...o, timeout: shown }, where, deadline)
+    }, { ...o, timeout: shown }, where, deadline, ShmRWLock.#request(true))
     this.#side.draining++
     try {
       for (;;) {

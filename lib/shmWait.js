@@ -56,12 +56,14 @@ function poll () {
  * @param {number} index
  * @param {number | bigint} value
  * @param {{ timeout: number, ref: boolean, signal?: AbortSignal,
- *   pokes?: number, ticket?: number, present?: boolean, reserve?: number }} o
+ *   pokes?: number, ticket?: number, present?: boolean, reader?: boolean,
+ *   reserve?: number }} o
  *   `pokes` (lock waiters only): the file's poke counter read before the
  *   waiter looked at the holder (native.shmPokes); a poke since then, or
  *   while it waits, resolves 'poked'; `ticket` (lock waiters): the
  *   request's (native.shmTicket); `present`: it has come to try since it
- *   queued; `reserve` (a Semaphore request, lib/ShmSemaphore.js): the
+ *   queued; `reader`: an RWLock's reader, whose ticket only tells its age
+ *   (never handed the word); `reserve` (a Semaphore request, lib/ShmSemaphore.js): the
  *   permits it needs: it reserves the word (`value` must have too few and
  *   RESERVED clear) and resolves 'accepted' once it took them, 'ok' if the
  *   reservation was lost
@@ -80,10 +82,13 @@ function waitAsync (ta, index, value, o) {
   // up before its node is freed, and resolves 'accepted'.
   // `present`: it came to try and sleeps again (a release may hand it the
   // lock once it has waited 1 ms).
-  const handoff = lock && o.ticket !== undefined && o.ticket !== 0
+  // `reader` (an RWLock's reader): its ticket only tells its age; it is
+  // never handed the word.
+  const ticketed = lock && o.ticket !== undefined && o.ticket !== 0
+  const handoff = ticketed && !o.reader
   const reserve = o.reserve !== undefined
   const kind = reserve ? KIND_RESERVE : !lock ? 0 : !handoff ? KIND_LOCK : KIND_LOCK | KIND_HANDOFF | (o.present ? KIND_PRESENT : 0)
-  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, reserve ? o.reserve : handoff ? o.ticket : 0)
+  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, reserve ? o.reserve : ticketed ? o.ticket : 0)
   if (r < 16) return r
   const token = r
   return new Promise((resolve, reject) => {

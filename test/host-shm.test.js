@@ -20,6 +20,9 @@ const ROOT = path.join(__dirname, '..')
 const HOST = JSON.stringify(path.join(ROOT, 'host'))
 const INDEX = JSON.stringify(ROOT)
 const supported = binding.shmSupported === true
+// The owner field of a lock word and the slot of an owner id (src/host/shm.h).
+const SHM = binding.shmConstants || {}
+const slotOf = (id) => (id >> 21) & 0x7f
 const major = Number(process.versions.node.split('.')[0])
 const HEADER = 65536
 
@@ -615,7 +618,7 @@ describe('openSharedMemory (Node.js >= 22)', function () {
       // generation: a new id, and the dead one stays dead.
       const again = await idChild('o')
       const nid = Number(again.line)
-      assert.strictEqual(nid >> 22, ids[0] >> 22, 'the same slot')
+      assert.strictEqual(slotOf(nid), slotOf(ids[0]), 'the same slot')
       assert.notStrictEqual(nid, ids[0])
       assert.strictEqual(binding.shmOwnerAlive(i, nid), true)
       assert.strictEqual(binding.shmOwnerAlive(i, ids[0]), false)
@@ -1009,7 +1012,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
 
   describe('AsyncLock across processes', () => {
     const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
-    const ID = 0x1fffffff
+    const ID = SHM.LOCK_ID
     const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
     // A child that takes the lock at byte 0 of `name` and says its owner id
     // once it holds it; it releases it when a line comes on its stdin
@@ -1422,7 +1425,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         y.child.stdin.write('o\n')
         const id = Number(await claimed)
         assert.ok(Date.now() - published < 3000, 'the slot was claimed inside the watcher\'s delay (too slow a machine)')
-        assert.strictEqual((id >> 22) & 0x7f, (Number(h.line) >> 22) & 0x7f, 'the slot was claimed again')
+        assert.strictEqual(slotOf(id), slotOf(Number(h.line)), 'the slot was claimed again')
         assert.strictEqual(await within(exited(w).then(() => wOut.text), 10000), 'waiting\ngot true\n')
         assert.strictEqual(lock.locked, false)
       } finally {
@@ -1541,10 +1544,10 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const i = new Int32Array(b)
       let killedHolding = 0
       const kids = await killAtRandom(await Promise.all([0, 1, 2, 3].map(() => child(body, dir))), (victim) => {
-        // Stopped: a release may have handed it the lock (HANDED, bit 31)
-        // while it waited; killed before it took it up, it never held.
+        // Stopped: a release may have handed it the lock (HANDED) while it
+        // waited; killed before it took it up, it never held.
         const v = Atomics.load(i, 0)
-        if ((v & ID) === Number(victim.line) && v >= 0) killedHolding++
+        if ((v & ID) === Number(victim.line) && (v & SHM.LOCK_HANDED) === 0) killedHolding++
       }, () => child(body, dir))
       await survivorsFinish(i, 2, 4, 300, kids, dir, name)
       assert.strictEqual(Atomics.load(i, 3), killedHolding, `ownerDied seen ${Atomics.load(i, 3)} times, ${killedHolding} killed holding`)
@@ -2221,7 +2224,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
 
   describe('RWLock across processes', () => {
     const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
-    const ID = 0x1fffffff
+    const ID = SHM.LOCK_ID
     const ticks = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return Number(f[11]) + Number(f[12]) }
     // A child that takes the lock at byte 0 of `name` (`read` or `write`,
     // `n` read locks) and says its owner id once it holds it; a line on its
@@ -2693,8 +2696,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
 
   describe('AsyncLock across processes: the 1 ms bound and the FIFO mode (hand-off)', () => {
     const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
-    const HANDED = 1 << 31
-    const ID = 0x1fffffff
+    const HANDED = SHM.LOCK_HANDED
+    const ID = SHM.LOCK_ID
     // A child that waits for the lock at byte 0 of `name` (blocking, or by
     // promise with `promise`), opened with `options`, once it has said its
     // owner id; when granted it records its order in i[1 + k] (k: its
@@ -2972,6 +2975,252 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const out = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject) })
       await exited
       assert.deepStrictEqual(out, [true, true, 'timed-out'])
+    })
+  })
+
+  describe('RWLock across processes: a writer that has waited 1 ms is handed the write lock (hand-off)', () => {
+    const NATIVE = JSON.stringify(path.join(ROOT, 'lib', 'native'))
+    const HANDED = SHM.LOCK_HANDED
+    const ID = SHM.LOCK_ID
+    const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+    // A child that asks for the lock at byte 0 of `name` (`write` or
+    // `read`; blocking, or by promise with `promise`) once it has said its
+    // owner id; when granted it records its order in i[1 + k] (k: its
+    // index, from the counter at i[8]) and in i[12 + k] 1, or 2 when it was
+    // told ownerDied, then releases.
+    const asker = (name, k, { mode = 'write', promise = false } = {}) => {
+      const take = mode === 'write'
+        ? (promise ? 'rw.acquireWrite().then((r) => { got(r.ownerDied); r() })' : 'got(rw.acquireWriteSync()); rw.releaseWrite()')
+        : (promise ? 'rw.acquireRead().then((r) => { got(r.ownerDied); r() })' : 'got(rw.acquireReadSync()); rw.releaseRead()')
+      return child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory(${JSON.stringify(name)}, { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        say(String(binding.shmOwnerId(i)))
+        const got = (died) => {
+          Atomics.store(i, 12 + ${k}, died ? 2 : 1)
+          Atomics.store(i, 1 + ${k}, Atomics.add(i, 8, 1) + 1)
+        }
+        setTimeout(() => { ${take} }, 0)`, dir)
+    }
+
+    it('a blocking writer of another process that has waited 1 ms is handed the write lock by the next release, while this thread writes 2 ms at a time and takes it again at once', async () => {
+      const b = openSharedMemory('wbound', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      rw.acquireWriteSync()
+      // The child asks again and again (acquireWriteSync) until i[5] is
+      // set, counting its grants in i[1] and the grants it was told
+      // ownerDied in i[2].
+      const w = await child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory('wbound', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        say(String(binding.shmOwnerId(i)))
+        setTimeout(() => { while (Atomics.load(i, 5) === 0) { if (rw.acquireWriteSync()) Atomics.add(i, 2, 1); Atomics.add(i, 1, 1); rw.releaseWrite() } }, 0)`, dir)
+      const id = Number(w.line)
+      await until(() => rw.waiting === 1, 'the child to sleep')
+      // Holds of 2 ms, each taken again at once after its release: a writer
+      // that only competed would be woken at each release and find the lock
+      // taken again, or win a race; one that has waited 1 ms is handed the
+      // lock: right after releaseWrite() the word names it, with HANDED
+      // (unless it took it up already, then at a later release).
+      const t0 = performance.now()
+      let handed = false
+      let rounds = 0
+      while (!handed && performance.now() - t0 < 3000) {
+        spin(2)
+        rw.releaseWrite()
+        const v = Atomics.load(i, 0)
+        handed = (v & HANDED) !== 0 && (v & ID) === id
+        if (!handed && !rw.tryAcquireWrite()) rw.acquireWriteSync()
+        rounds++
+      }
+      assert.ok(handed, `no release handed the blocking writer the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
+      Atomics.store(i, 5, 1)
+      await until(() => rw.waiting === 0 && rw.writer === null, 'the child to stop asking')
+      assert.strictEqual(Atomics.load(i, 2), 0, 'a hand-off is not a death')
+      w.child.stdin.end()
+      await exited(w.child)
+      assert.strictEqual(rw.readers, 0)
+    })
+
+    it('a promise writer of another process that came to try and found the lock taken (present) and has waited 1 ms is handed it by a release, while this thread writes 2 ms at a time and takes it again at once', async () => {
+      const b = openSharedMemory('wpbound', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      rw.acquireWriteSync()
+      // The child asks again and again (acquireWrite) until i[5] is set,
+      // counting its grants in i[1].
+      const w = await child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory('wpbound', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        say(String(binding.shmOwnerId(i)))
+        ;(async () => { while (Atomics.load(i, 5) === 0) { const release = await rw.acquireWrite(); Atomics.add(i, 1, 1); release() } })()`, dir)
+      const id = Number(w.line)
+      await until(() => rw.waiting === 1, 'the child to sleep')
+      // As for the AsyncLock: woken to come first (asleep since it queued),
+      // then present, and then a release hands it the lock (its id with
+      // HANDED right after releaseWrite()).
+      const t0 = performance.now()
+      let handed = false
+      let rounds = 0
+      while (!handed && performance.now() - t0 < 3000) {
+        spin(2)
+        rw.releaseWrite()
+        const v = Atomics.load(i, 0)
+        handed = (v & HANDED) !== 0 && (v & ID) === id
+        if (!handed && !rw.tryAcquireWrite()) rw.acquireWriteSync()
+        rounds++
+      }
+      assert.ok(handed, `no release handed the present promise writer the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
+      Atomics.store(i, 5, 1)
+      await until(() => rw.waiting === 0 && rw.writer === null, 'the child to stop asking')
+      w.child.stdin.end()
+      await exited(w.child)
+    })
+
+    it('a promise writer asleep since it was made, whose event loop is busy 400 ms, holds up nobody: a blocking writer of another process is handed the lock meanwhile, while a third process writes in a loop', async () => {
+      const b = openSharedMemory('wbusy', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      const looper = await child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('wbusy', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+        rw.acquireWriteSync()
+        say('holding')
+        setTimeout(() => { for (;;) { spin(10); if (Atomics.load(i, 5) !== 0) break; rw.releaseWrite(); rw.acquireWriteSync() } rw.releaseWrite() }, 0)`, dir)
+      const w = await child(`const threadlock = require(${INDEX})
+        const b = host.openSharedMemory('wbusy', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        say('ready')
+        setTimeout(() => {
+          threadlock.wait(i, 6, 0)
+          const t0 = performance.now()
+          rw.acquireWriteSync()
+          Atomics.store(i, 12, Math.round(performance.now() - t0))
+          Atomics.store(i, 1, 1)
+          rw.releaseWrite()
+        }, 0)`, dir)
+      // This thread's request sleeps at once, older than the blocking
+      // writer's, and its event loop is then busy: the looper's holds of
+      // 10 ms make it likely that the request has waited 1 ms at the first
+      // release after it (a release that handed it the lock, asleep since it
+      // queued, would hold up everyone until this loop runs).
+      const BUSY = process.env.THREADLOCK_TEST_QEMU ? 2000 : 400
+      let granted = false
+      const p = rw.acquireWrite().then((release) => { granted = true; release() })
+      Atomics.store(i, 6, 1)
+      threadlock.notify(i, 6)
+      const t0 = performance.now()
+      while (performance.now() - t0 < BUSY);
+      const during = Atomics.load(i, 1)
+      const waited = Atomics.load(i, 12)
+      const word = Atomics.load(i, 0)
+      Atomics.store(i, 5, 1)
+      await p
+      assert.strictEqual(granted, true)
+      await until(() => Atomics.load(i, 1) !== 0, 'the blocking writer')
+      assert.strictEqual(during, 1, `the blocking writer was not granted while this event loop was busy (the word then: ${(word >>> 0).toString(16)}; it waited ${Atomics.load(i, 12)} ms)`)
+      assert.ok(waited < BUSY * 0.75, `it waited ${waited} ms`)
+      for (const k of [looper, w]) k.child.stdin.end()
+      await Promise.all([looper, w].map((k) => exited(k.child)))
+      await until(() => rw.writer === null, 'the lock to be free')
+    })
+
+    it('readers that have waited longer than the starving writer go in first, then the writer', async () => {
+      const b = openSharedMemory('wread', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      rw.acquireWriteSync()
+      const r = await asker('wread', 0, { mode: 'read' })
+      await until(() => rw.waiting === 1, 'the reader to sleep')
+      const w = await asker('wread', 1)
+      await until(() => rw.waiting === 2, 'the writer to sleep')
+      spin(3) // both have waited 1 ms
+      rw.releaseWrite()
+      await until(() => Atomics.load(i, 8) === 2, 'both to be granted')
+      assert.deepStrictEqual([Atomics.load(i, 1), Atomics.load(i, 2)], [1, 2], 'the reader first')
+      for (const k of [r, w]) k.child.stdin.end()
+      await Promise.all([r, w].map((k) => exited(k.child)))
+    })
+
+    it('a writer handed the lock and killed before it took it up: the reader and the writer that wait next get in without ownerDied (it never held)', async () => {
+      const b = openSharedMemory('whk', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      rw.acquireWriteSync()
+      const victim = await asker('whk', 0)
+      await until(() => rw.waiting === 1, 'the first writer to sleep')
+      const reader = await asker('whk', 1, { mode: 'read' })
+      const writer = await asker('whk', 2, { promise: true })
+      await until(() => rw.waiting === 3, 'the reader and the second writer to sleep')
+      spin(3) // the first writer has waited 1 ms
+      victim.child.kill('SIGSTOP')
+      rw.releaseWrite()
+      // Handed to the stopped writer: its id with HANDED, not taken up.
+      const v = Atomics.load(i, 0)
+      assert.ok((v & HANDED) !== 0 && (v & ID) === Number(victim.line), `the word is ${(v >>> 0).toString(16)}`)
+      spin(20)
+      assert.strictEqual(Atomics.load(i, 8), 0, 'nobody went in past the hand-off')
+      victim.child.kill('SIGKILL')
+      await exited(victim.child)
+      await until(() => Atomics.load(i, 8) === 2, 'the reader and the second writer to get in')
+      assert.strictEqual(Atomics.load(i, 1), 0, 'the killed one never ran')
+      assert.deepStrictEqual([Atomics.load(i, 13), Atomics.load(i, 14)], [1, 1], 'neither was told ownerDied')
+      await until(() => rw.writer === null && rw.readers === 0, 'the lock to be free')
+      rw.acquireWriteSync()
+      assert.strictEqual(rw.ownerDied, false)
+      rw.releaseWrite()
+      for (const k of [reader, writer]) k.child.stdin.end()
+      await Promise.all([reader, writer].map((k) => exited(k.child)))
+    })
+
+    it('a writer that times out after a release wrote the hand-off but before it notified takes it up and passes it on (THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS)', async () => {
+      const b = openSharedMemory('wtd', { path: dir, size: 64 })
+      const i = new Int32Array(b)
+      const rw = new threadlock.RWLock(b, 0)
+      const saved = process.env.THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS
+      process.env.THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS = '400'
+      let holder
+      try {
+        holder = await child(`const threadlock = require(${INDEX})
+          const rw = new threadlock.RWLock(host.openSharedMemory('wtd', { path: dir, size: 64 }), 0)
+          rw.acquireWriteSync()
+          process.stdin.on('data', () => { rw.releaseWrite() })
+          say('holding')`, dir)
+      } finally {
+        if (saved === undefined) delete process.env.THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS
+        else process.env.THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS = saved
+      }
+      const ac = new AbortController()
+      const state = { settled: null }
+      rw.acquireWrite({ signal: ac.signal }).then((r) => { state.settled = 'granted'; r() }, (e) => { state.settled = e.name })
+      await until(() => rw.waiting === 1, 'this request to sleep')
+      const second = await asker('wtd', 0)
+      await until(() => rw.waiting === 2, 'the second writer to sleep')
+      spin(3) // both have waited 1 ms, this thread's request longer
+      // This event loop is busy until the release has written the hand-off
+      // to this thread's request (present: it came to try when it was made).
+      holder.child.stdin.write('u\n')
+      const me = binding.shmOwnerId(i)
+      const t0 = performance.now()
+      while ((Atomics.load(i, 0) & (ID | HANDED)) !== (me | HANDED) && performance.now() - t0 < 20000);
+      assert.ok(Atomics.load(i, 0) & HANDED, 'handed to this thread')
+      // The release pauses before its notify: the abort withdraws the node,
+      // and the request finds the hand-off, takes it up and passes it on.
+      ac.abort()
+      await until(() => state.settled !== null, 'the request to settle')
+      assert.strictEqual(state.settled, 'AbortError')
+      await until(() => Atomics.load(i, 1) !== 0, 'the second writer to be granted')
+      await until(() => rw.writer === null, 'the lock to be free')
+      for (const k of [holder, second]) k.child.stdin.end()
+      await Promise.all([holder, second].map((k) => exited(k.child)))
+      assert.strictEqual(rw.waiting, 0)
     })
   })
 })

@@ -970,38 +970,45 @@ tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
   return none;
 }
 
-/* shmWaitLock(int32Array, index, value, timeout, pokes, ticket) -> OK,
- * NOT_EQUAL, TIMED_OUT, INTERRUPTED or POKED: a blocking lock waiter
- * (shm_wait.c) of the request with that ticket (shmTicket). */
+/* shmWaitLock(int32Array, index, value, timeout, pokes, ticket[, reader])
+ * -> OK, NOT_EQUAL, TIMED_OUT, INTERRUPTED, POKED or ACCEPTED: a blocking
+ * lock waiter (shm_wait.c) of the request with that ticket (shmTicket);
+ * `reader`: an RWLock's reader, never handed the word. */
 static napi_value
 tl_napi_shm_wait_lock(napi_env env, napi_callback_info info)
 {
-  napi_value argv[6];
+  napi_value argv[7];
   void *addr;
   int width;
   int64_t expected;
   double timeout;
   uint32_t pokes;
   uint64_t ticket;
+  bool reader = false;
+  napi_valuetype type;
   tl_shm_join_t *j;
   tl_host_stop_t stop;
   tl_probe_t probe;
   char *base;
   uint32_t id;
 
-  TL_GET_ARGS(env, info, 6, argv);
+  TL_GET_ARGS(env, info, 7, argv);
   if (tl__shm_element(env, argv, &addr, &width, &expected, &j, &base) != 0)
     return NULL;
   TL_NAPI_CALL(env, napi_get_value_double(env, argv[3], &timeout));
   TL_NAPI_CALL(env, napi_get_value_uint32(env, argv[4], &pokes));
   if (tl__shm_ticket_arg(env, argv[5], &ticket) != 0)
     return NULL;
+  TL_NAPI_CALL(env, napi_typeof(env, argv[6], &type));
+  if (type != napi_undefined)
+    TL_NAPI_CALL(env, napi_get_value_bool(env, argv[6], &reader));
   if (tl__shm_thread_id(env, j, &id) != 0)
     return NULL;
   tl__probe_init(tl__env(env), &probe);
   tl__shm_stop_of(&probe, &stop);
-  return tl__shm_result(env, tl_shm_wait_lock(j, base, addr, expected, timeout,
-                                              id, pokes, ticket, &stop));
+  return tl__shm_result(env,
+                        tl_shm_wait_lock(j, base, addr, expected, timeout, id,
+                                         pokes, ticket, reader ? 1 : 0, &stop));
 }
 
 /* shmTicket(typedArray) -> a lock request's ticket (shm_wait.c), drawn at
@@ -1102,7 +1109,7 @@ tl_napi_shm_wait_reserve(napi_env env, napi_callback_info info)
                                                  timeout, id, &stop));
 }
 
-/* shmLockRelease(int32Array, index, held, fifo) -> 1 (handed to a
+/* shmLockRelease(int32Array, index, held, mode) -> 1 (handed to a
  * waiter), 0 (freed, one waiter woken), 2 (the word is not `held`: read
  * it again): the release of a lock word with waiters (shm_wait.c). */
 static napi_value
@@ -1112,7 +1119,7 @@ tl_napi_shm_lock_release(napi_env env, napi_callback_info info)
   void *addr;
   int width;
   int64_t held;
-  bool fifo;
+  int32_t mode;
   tl_shm_join_t *j;
   char *base;
 
@@ -1123,9 +1130,13 @@ tl_napi_shm_lock_release(napi_env env, napi_callback_info info)
     napi_throw_type_error(env, NULL, "a lock word must be an Int32Array");
     return NULL;
   }
-  TL_NAPI_CALL(env, napi_get_value_bool(env, argv[3], &fifo));
+  TL_NAPI_CALL(env, napi_get_value_int32(env, argv[3], &mode));
+  if (mode < TL_SHM_RELEASE_LOCK || mode > TL_SHM_RELEASE_RW) {
+    napi_throw_range_error(env, NULL, "unknown release mode");
+    return NULL;
+  }
   return tl__shm_result(
-      env, tl_shm_lock_release(j, base, addr, (uint32_t)held, fifo ? 1 : 0));
+      env, tl_shm_lock_release(j, base, addr, (uint32_t)held, (int)mode));
 }
 
 /* shmPokes(typedArray) -> the file's poke counter (shm_wait.c). */
@@ -1332,6 +1343,9 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "LOCK_WAITERS", (int32_t)TL_SHM_LOCK_WAITERS },
     { "LOCK_DIED", (int32_t)TL_SHM_LOCK_DIED },
     { "LOCK_HANDED", (int32_t)TL_SHM_LOCK_HANDED },
+    { "RELEASE_FIFO", TL_SHM_RELEASE_FIFO },
+    { "RELEASE_RW", TL_SHM_RELEASE_RW },
+    { "RW_DRAINING", (int32_t)TL_SHM_RW_DRAINING },
     { "ROUTE", TL_SHM_ROUTE },
     { "RW_BLOCKED", TL_SHM_RW_BLOCKED },
     { "RW_DEADLK", TL_SHM_RW_DEADLK },

@@ -35,8 +35,11 @@
  * scans stop: a process of version 3 would not keep it. Version 5: the
  * header page counts the read-hold records in use (TL_SHM_READERS_AT),
  * which a writer reads instead of the records when it is 0: a process of
- * version 4 would not keep it. */
-#define TL_SHM_VERSION 5
+ * version 4 would not keep it. Version 6: owner ids have 28 bits (the
+ * generation 14), and bit 28 of a lock or RWLock word is HANDED (a
+ * release's hand-off to a waiter): a process of version 5 would read
+ * another owner. */
+#define TL_SHM_VERSION 6
 /* Errors of tl_shm_open besides those of error.h. */
 enum {
   TL_SHM_ESIZE = -20,  /* the file exists with another data size */
@@ -53,6 +56,15 @@ typedef struct tl_shm_s tl_shm_t;
 #define TL_SHM_CLAIM 256 /* byte TL_SHM_CLAIM + slot: held while claimed */
 #define TL_SHM_GUARD 384 /* byte TL_SHM_GUARD + slot: read-held by watchers */
 
+/* An owner id (shm_owners.c): bits 21..27 the process slot, 7..20 the
+ * slot's generation (never 0), 0..6 the thread index; 28 bits, never 0. */
+#define TL_SHM_GEN_MASK 0x3fffu
+#define TL_SHM_ID_MAKE(slot, gen, t)                                           \
+  ((uint32_t)(slot) << 21 | (uint32_t)(gen) << 7 | (uint32_t)(t))
+#define TL_SHM_ID_SLOT(id) (((id) >> 21) & 0x7fu)
+#define TL_SHM_ID_GEN(id) (((id) >> 7) & TL_SHM_GEN_MASK)
+#define TL_SHM_ID_THREAD(id) ((id)&0x7fu)
+
 /* One process's join of one file: its slot. Made by the first mapping of
  * the file in the process, shared by the others (by device and inode),
  * left when the last mapping and thread record let go. */
@@ -64,7 +76,7 @@ void tl__shm_leave(tl_shm_join_t *j);
  * the mapping alive (a typed array over it in its call). */
 tl_shm_join_t *tl_shm_find(const void *addr);
 
-/* Gives the calling thread an owner id in the file (29 bits, never 0,
+/* Gives the calling thread an owner id in the file (28 bits, never 0,
  * unique across the host's processes); 0, or TL_HOST_ENODES (the process
  * had TL_SHM_THREADS threads ask) or TL_HOST_ECORRUPT. Takes a reference
  * on the join, which tl_shm_thread_remove drops (the thread's end). */
@@ -130,12 +142,15 @@ int tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
 /* As tl_shm_wait for a lock's waiter (kind TL_SHM_KIND_LOCK): a poke (an
  * owner died: tl_shm_poke) frees the node and the wait returns
  * TL_SHM_POKED, so that the caller looks at the lock word again. With a
- * `ticket` (tl_shm_ticket; 0: none) it is an AsyncLock's waiter (kind
- * HANDOFF too): a release may hand it the word, which it takes up before
- * its node is freed, and the wait returns TL_SHM_ACCEPTED. */
+ * `ticket` (tl_shm_ticket; 0: none) it is a waiter that a release may
+ * hand the word (kind HANDOFF too: an AsyncLock's, or an RWLock's writer),
+ * which it takes up before its node is freed, and the wait returns
+ * TL_SHM_ACCEPTED; unless `reader` (an RWLock's reader, whose ticket only
+ * tells its age: tl_shm_lock_release lets in readers older than the
+ * writer it would hand the word to). */
 int tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
                      int64_t expected, double timeout_ms, uint32_t owner,
-                     uint32_t pokes, uint64_t ticket,
+                     uint32_t pokes, uint64_t ticket, int reader,
                      const tl_host_stop_t *stop);
 /* The file's poke counter, which a lock waiter reads before it looks at
  * the holder's liveness and passes as `pokes`: a poke since then returns
@@ -233,13 +248,14 @@ int tl_shm_notify_owner(tl_shm_join_t *j, char *base, const void *word,
                         uint32_t owner);
 
 /* An AsyncLock word across processes (lib/ShmLock.js): the holder's owner
- * id, WAITERS (somebody may sleep on it), DIED (taken over from a dead
- * holder), HANDED (the id is a waiter's that a release handed the lock to
- * and that has not taken it up yet). */
-#define TL_SHM_LOCK_ID 0x1fffffffu
+ * id, HANDED (the id is a waiter's that a release handed the lock to and
+ * that has not taken it up yet), WAITERS (somebody may sleep on it), DIED
+ * (taken over from a dead holder). An RWLock word (below) has the same
+ * four fields where a writer is the holder, and DRAINING besides. */
+#define TL_SHM_LOCK_ID 0x0fffffffu
+#define TL_SHM_LOCK_HANDED (1u << 28)
 #define TL_SHM_LOCK_WAITERS (1u << 29)
 #define TL_SHM_LOCK_DIED (1u << 30)
-#define TL_SHM_LOCK_HANDED (1u << 31)
 /* A lock waiter that has waited this long (from its request's ticket) is
  * handed the lock by the next release (the in-process policy's 1 ms). */
 #define TL_SHM_STARVING_US 1000
@@ -256,7 +272,16 @@ uint64_t tl_shm_ticket(tl_shm_join_t *j);
  * Returns 1 (handed), 0 (freed), 2 (the word is not `held` any more:
  * read it again), or TL_HOST_ECORRUPT. */
 int tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
-                        uint32_t held, int fifo);
+                        uint32_t held, int mode);
+/* tl_shm_lock_release's modes: an AsyncLock's default policy, its FIFO
+ * mode (every waiter is handed the lock), an RWLock's write lock (writers
+ * that have waited TL_SHM_STARVING_US are handed it, unless readers
+ * waited longer; otherwise every sleeper is woken). */
+enum {
+  TL_SHM_RELEASE_LOCK = 0,
+  TL_SHM_RELEASE_FIFO = 1,
+  TL_SHM_RELEASE_RW = 2
+};
 /* 1 when the thread `owner` has a node of the word that waits or was
  * notified (a hand-off to it is on its way to it), else 0, or
  * TL_HOST_ECORRUPT: a hand-off whose grantee has none is free for anyone
@@ -291,8 +316,10 @@ int tl_shm_wait_reserve(tl_shm_join_t *j, char *base, const void *word,
 int tl_shm_sem_reserved(tl_shm_join_t *j, char *base, const void *word);
 
 /* Read holds of an RWLock word (shm_rw.c). The word: the writer's owner
- * id (TL_SHM_RW_ID), WAITERS, DIED and DRAINING (lib/ShmRWLock.js). */
-#define TL_SHM_RW_ID 0x1fffffffu
+ * id (TL_SHM_RW_ID), HANDED, WAITERS and DIED as an AsyncLock word's, and
+ * DRAINING (lib/ShmRWLock.js). */
+#define TL_SHM_RW_ID TL_SHM_LOCK_ID
+#define TL_SHM_RW_HANDED TL_SHM_LOCK_HANDED
 #define TL_SHM_RW_DIED (1u << 30)
 #define TL_SHM_RW_DRAINING (1u << 31)
 /* Results of tl_shm_read_enter besides 0 (held) and 1 (held, taken over

@@ -13,11 +13,12 @@
  * lives and cleared by its env's cleanup hook, so a worker that ends dies
  * as an owner). The id:
  *
- *   bits 22..28  slot (< TL_SHM_SLOTS)
- *   bits  7..21  the slot's generation when the process claimed it (never 0)
+ *   bits 21..27  slot (< TL_SHM_SLOTS)
+ *   bits  7..20  the slot's generation when the process claimed it (never 0)
  *   bits  0..6   the thread index (< TL_SHM_THREADS)
  *
- * 29 bits, the owner field of a lock word (LOCK_ID_MASK), never 0.
+ * 28 bits (shm.h, TL_SHM_ID_MAKE), the owner field of a lock word
+ * (TL_SHM_LOCK_ID), never 0.
  *
  * An id is alive while (1) its slot's generation is still its generation,
  * (2) its thread's bit is set and (3) the slot's liveness byte is locked.
@@ -34,7 +35,7 @@
  * the second read, later still, sees the new generation (dead). A claimer
  * that dies mid-claim drops both locks and has issued no id.
  *
- * The generation has 15 bits: an id whose slot was claimed 32,767 times
+ * The generation has 14 bits: an id whose slot was claimed 16,383 times
  * since is taken for alive again if the thread index is in use. The checks
  * of a process's own slot use the generation and the thread set only (its
  * own OFD lock does not conflict with itself, so a probe would say
@@ -200,7 +201,7 @@ tl__claim(tl_shm_join_t *j, tl_host_error_t *e)
       continue;
     }
     tl_shm_slot_t *slot = &j->slots[s];
-    uint32_t g = (atomic_load(&slot->generation) + 1) & 0x7fff;
+    uint32_t g = (atomic_load(&slot->generation) + 1) & TL_SHM_GEN_MASK;
     if (g == 0)
       g = 1;
     for (int k = 0; k < TL_SHM_THREADS / 32; k++)
@@ -333,7 +334,7 @@ tl_shm_thread_add(tl_shm_join_t *j, uint32_t *id)
     uint32_t t = j->given++;
     j->refs++;
     atomic_fetch_or(&j->slots[j->slot].threads[t / 32], 1u << (t % 32));
-    *id = j->slot << 22 | j->generation << 7 | t;
+    *id = TL_SHM_ID_MAKE(j->slot, j->generation, t);
   }
   pthread_mutex_unlock(&tl__join_lock);
   return r;
@@ -408,7 +409,7 @@ tl__shm_watcher(void *arg)
 int
 tl__shm_watch_id(tl_shm_join_t *j, uint32_t id, void (*poke)(tl_shm_join_t *j))
 {
-  uint32_t slot = (id >> 22) & 0x7f, generation = (id >> 7) & 0x7fff;
+  uint32_t slot = TL_SHM_ID_SLOT(id), generation = TL_SHM_ID_GEN(id);
   tl_shm_watcher_t *old = NULL, *w;
   int r = 0;
 
@@ -471,7 +472,7 @@ tl_shm_watch_all(tl_shm_join_t *j, void (*poke)(tl_shm_join_t *j))
     /* No process holds the slot's liveness byte: none to watch (a claim
      * after this look bumps the generation, which is looked at again). */
     if (tl__hp_probe(j->fd, TL_SHM_LIVE + s) == TL_HP_OWNED &&
-        tl__shm_watch_id(j, s << 22 | g << 7, poke) != 0)
+        tl__shm_watch_id(j, TL_SHM_ID_MAKE(s, g, 0), poke) != 0)
       return TL_HOST_ENODES;
     pthread_mutex_lock(&tl__join_lock);
     atomic_store(&j->handled[s], g);
@@ -493,7 +494,8 @@ tl_shm_announce(tl_shm_join_t *j)
 int
 tl_shm_owner_alive(tl_shm_join_t *j, uint32_t id)
 {
-  uint32_t s = (id >> 22) & 0x7f, g = (id >> 7) & 0x7fff, t = id & 0x7f;
+  uint32_t s = TL_SHM_ID_SLOT(id), g = TL_SHM_ID_GEN(id),
+           t = TL_SHM_ID_THREAD(id);
   uint32_t bit = 1u << (t % 32);
 
   if (s >= TL_SHM_SLOTS || g == 0)

@@ -91,7 +91,7 @@ _Static_assert(TL_SHM_HOLDS_AT + TL_SHM_HOLDS * sizeof(tl_shm_hold_t) ==
                    TL_SHM_HEADER,
                "the holds end where the data starts");
 
-/* Owner ids have 29 bits: this one is nobody's. */
+/* Owner ids have 28 bits: this one is nobody's. */
 #define TL_HOLD_GONE 0x80000000u
 
 static tl_shm_hold_t *
@@ -256,9 +256,13 @@ tl_shm_read_enter(tl_shm_join_t *j, char *base, void *word, uint32_t owner)
       return id == owner || !fresh ? TL_SHM_RW_DEADLK : TL_SHM_RW_BLOCKED;
     }
     /* A dead writer (or one that died waiting for readers): its id is
-     * cleared, and the lock's holders are told (DIED). */
-    uint32_t cleared = v & ~(TL_SHM_RW_ID | TL_SHM_RW_DRAINING);
-    if (atomic_compare_exchange_strong(w, &v, cleared | TL_SHM_RW_DIED))
+     * cleared, and the lock's holders are told (DIED); one that was handed
+     * the lock by a release (HANDED) and died before it took it up never
+     * held, and nobody is told. */
+    uint32_t cleared =
+        v & ~(TL_SHM_RW_ID | TL_SHM_RW_DRAINING | TL_SHM_RW_HANDED);
+    uint32_t tell = (v & TL_SHM_RW_HANDED) ? 0 : TL_SHM_RW_DIED;
+    if (atomic_compare_exchange_strong(w, &v, cleared | tell) && tell != 0)
       died = 1;
   }
 }
@@ -312,7 +316,7 @@ tl_shm_read_holds(tl_shm_join_t *j, char *base, void *word, uint32_t owner,
       continue;
     }
     total += c;
-    uint32_t slot = (o >> 22) & 0x7f;
+    uint32_t slot = TL_SHM_ID_SLOT(o);
     if (watch && slot != me && slot < TL_SHM_SLOTS &&
         !(watched[slot / 32] & (1u << (slot % 32)))) {
       watched[slot / 32] |= 1u << (slot % 32);

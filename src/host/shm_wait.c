@@ -449,10 +449,14 @@ tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
 int
 tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
                  int64_t expected, double timeout_ms, uint32_t owner,
-                 uint32_t pokes, uint64_t ticket, const tl_host_stop_t *stop)
+                 uint32_t pokes, uint64_t ticket, int reader,
+                 const tl_host_stop_t *stop)
 {
-  return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop,
-                  TL_SHM_KIND_LOCK | (ticket != 0 ? TL_SHM_KIND_HANDOFF : 0),
+  uint32_t kind = TL_SHM_KIND_LOCK;
+
+  if (ticket != 0 && !reader)
+    kind |= TL_SHM_KIND_HANDOFF;
+  return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop, kind,
                   pokes, ticket, 0);
 }
 
@@ -615,7 +619,7 @@ tl_shm_poke(tl_shm_join_t *j)
     if ((s & 3) != TL_NODE_WAITING && (s & 3) != TL_NODE_NOTIFIED)
       continue;
     uint32_t kind = atomic_load(&n->kind);
-    uint32_t slot = (atomic_load(&n->owner) >> 22) & 0x7f;
+    uint32_t slot = TL_SHM_ID_SLOT(atomic_load(&n->owner));
     if (!(kind & (TL_SHM_KIND_LOCK | TL_SHM_KIND_RESERVE)))
       continue;
     /* A reserving Semaphore request keeps its node (its reservation
@@ -731,7 +735,7 @@ tl__tell(tl_shm_join_t *j, char *base, const tl_cand_t *c)
    * the state changed; the owner read before the change is the
    * publication's (it changes only after a free). */
   if (c->kind & TL_SHM_KIND_ASYNC)
-    tl__ring_slot(base, (c->owner >> 22) & 0x7f);
+    tl__ring_slot(base, TL_SHM_ID_SLOT(c->owner));
   else
     tl__hp_wake((uint32_t *)&c->node->state, 1);
   /* A lock waiter woken is the one that takes the word next (or was handed
@@ -831,7 +835,10 @@ tl_shm_ticket(tl_shm_join_t *j)
 
 /* The release of a lock word across processes (lib/ShmLock.js, which
  * holds the word's protocol and its invariants L1-L6; the steps here are
- * H1-H3 there):
+ * H1-H3 there), and of an RWLock's write lock (`mode` TL_SHM_RELEASE_RW,
+ * lib/ShmRWLock.js: H1 and H2 for its writers, which are HANDOFF nodes;
+ * a reader asleep before the first writer that may be handed it stops the
+ * hand-off; H3 frees the word and wakes every sleeper):
  *   H1. the oldest waiter that may take the lock up is handed it: the
  *       word goes from `held` to HANDED | WAITERS | its id (so nobody
  *       barges: the word has an owner), and only then its node from
@@ -854,8 +861,9 @@ tl_shm_ticket(tl_shm_join_t *j)
  * caller's `held` was stale. */
 int
 tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
-                    uint32_t held, int fifo)
+                    uint32_t held, int mode)
 {
+  int fifo = mode == TL_SHM_RELEASE_FIFO, rw = mode == TL_SHM_RELEASE_RW;
   _Atomic uint32_t *w = (_Atomic uint32_t *)word;
   uint64_t offset = (uint64_t)((const char *)word - base - TL_SHM_HEADER);
   tl_cand_t *cand;
@@ -877,8 +885,15 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
   const tl_cand_t *call = NULL;
   for (size_t k = 0; k < found; k++) {
     const tl_cand_t *c = &cand[k];
-    if (!(c->kind & TL_SHM_KIND_HANDOFF))
+    /* An RWLock's readers sleep on the word too (without HANDOFF): readers
+     * older than the oldest writer that may be handed it go in first (H3
+     * wakes them all), as the in-process RWLock lets in the readers queued
+     * before the next writer. */
+    if (!(c->kind & TL_SHM_KIND_HANDOFF)) {
+      if (rw)
+        break;
       continue;
+    }
     if (!fifo) {
       /* Outside the FIFO mode a waiter is handed it once its request has
        * waited TL_SHM_STARVING_US (the candidates are oldest first), and
@@ -920,6 +935,19 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
       free(cand);
       return 1;
     }
+  }
+  /* An RWLock's writer frees the word and wakes every sleeper: readers
+   * all go in, writers compete (lib/ShmRWLock.js). A node published after
+   * the free fails its value check (the word is no longer `held` with
+   * WAITERS); every one published before it is found by the notify's scan,
+   * made after the free. */
+  if (rw) {
+    free(cand);
+    v = held;
+    if (!atomic_compare_exchange_strong(w, &v, 0))
+      return 2;
+    int64_t r = tl__notify(j, base, word, -1, 0);
+    return r < 0 ? (int)r : 0;
   }
   /* H3: freed, with WAITERS kept while the scan found nodes (I2: the one
    * woken may be a promise waiter whose loop is busy, and the next release

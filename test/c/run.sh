@@ -206,7 +206,10 @@ check_injected shm_poke "$poke_injections" test/c/shm_poke.c
 #   1  a reader counts its record after its look at the word  (R4)
 #   2  a leaving reader uncounts before it frees its record   (R4)
 #   3  the writer looks at the count only before its claim    (R4)
-rw_injections="1:rw-basic 2:rw-basic 3:rw-basic"
+#   4  readers wait for a dead grantee's id to go       (a stall)
+#   5  a dead grantee's id cleared with DIED           (it never held)
+rw_injections="1:rw-basic 2:rw-basic 3:rw-basic 4:rw-handoff-death"
+rw_injections="$rw_injections 5:rw-handoff-death"
 check_injected shm_rw "$rw_injections" test/c/shm_rw.c
 
 echo "total $(($(date +%s) - start_all))s"

@@ -26,13 +26,30 @@
  *           records down by one) and notes a live one with a count, and
  *           holds once a pass found none live; otherwise it reads the count
  *           again (the real writer sleeps until a reader leaves). Release:
- *           the word to 0.
+ *           the word to 0; in the rw-handoff scenarios its first release
+ *           hands the word to W2 instead (W2's id with HANDED, in one
+ *           compare-exchange from its own: tl_shm_lock_release's H1 in its
+ *           RWLock mode), if W2 is alive and asleep. W takes a dead
+ *           grantee's id over as a dead writer's (lib/ShmRWLock.js
+ *           #claim), without DIED when it was only handed the word.
+ *   W2      a writer asleep whose request has waited 1 ms: handed the word,
+ *           it takes it up (HANDED cleared by compare-exchange, L8 of
+ *           lib/ShmLock.js), then counts the readers as W does (R4), holds
+ *           and releases. In the rw-handoff-death scenarios it dies at any
+ *           step before its take-up (asleep, or handed); readers that wait
+ *           then clear its id (shm_rw.c, tl_shm_read_enter), or W's next
+ *           claim takes it over, without DIED when it was handed the word
+ *           and never held. In rw-handoff-death W writes once (its only
+ *           release may hand the word to W2), with A0's death as well; in
+ *           rw-handoff-death-2 W writes twice.
  *
- * Checked after every step: exclusion (the writer never holds while a live
- * reader does: R1), and the count of records in use is never below the
- * number of records that have an owner (R4, which makes a count of 0 mean
- * that no reader holds or enters without seeing the writer). Wherever no
- * step can be taken: every live actor is done.
+ * Checked after every step: exclusion (a writer never holds while a live
+ * reader or the other writer does: R1, also across a hand-off), the count
+ * of records in use is never below the number of records that have an
+ * owner (R4, which makes a count of 0 mean that no reader holds or enters
+ * without seeing the writer), and DIED is never set (the only writer that
+ * dies, W2, dies before it held). Wherever no step can be taken: every
+ * live actor is done.
  *
  * TL_INJECT_BUG=n builds a known bug into the model; test/c/run.sh checks
  * that the checker catches each (TL_EXPECT_BUG=1):
@@ -42,6 +59,10 @@
  *      record's owner (the count falls below the records in use)
  *   3  the writer reads the count before its id goes into the word, not
  *      after (the look of the promise path before its claim, alone)
+ *   4  a reader waits for a dead grantee's handed id to go, and clears
+ *      nothing (nobody else would: a stall)
+ *   5  a reader that clears a dead grantee's handed id sets DIED (the
+ *      grantee never held: nobody died holding)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -54,7 +75,7 @@
 #define TL_INJECT_BUG 0
 #endif
 
-enum { A0 = 0, A1 = 1, W = 2, NA = 3, NR = 2 };
+enum { A0 = 0, A1 = 1, W = 2, W2 = 3, NA = 4, NR = 2 };
 enum { NONE = 255, GONE = 9 };
 
 /* Program counters. */
@@ -74,19 +95,23 @@ enum {
   A_L2,    /* owner 0 */
   A_L3,    /* the count of records down by one */
   /* the writer */
-  W_LOOK,  /* (bug 3) the count of records, before its claim */
-  W_CAS,   /* compare-exchange: its id into the free word */
-  W_READR, /* the count of records */
-  W_SCAN,  /* read record `wscan` */
-  W_RC1,   /* a dead owner's record: owner GONE */
-  W_RC2,   /* count 0 */
-  W_RC3,   /* owner 0 */
-  W_RC4,   /* the count of records down by one */
-  W_HOLD,  /* holds; release: the word to 0 */
+  W_LOOK,   /* (bug 3) the count of records, before its claim */
+  W_CAS,    /* compare-exchange: its id into the free word */
+  W_READR,  /* the count of records */
+  W_SCAN,   /* read record `wscan` */
+  W_RC1,    /* a dead owner's record: owner GONE */
+  W_RC2,    /* count 0 */
+  W_RC3,    /* owner 0 */
+  W_RC4,    /* the count of records down by one */
+  W_HOLD,   /* holds; release: the word to 0 (or handed to W2) */
+  W2_SLEEP, /* W2 asleep: handed the word, takes it up */
 };
 
 typedef struct {
-  uint8_t word; /* 0, or 1: the writer's id */
+  uint8_t word;   /* 0, or 1 + w: writer w's id (W: 1, W2: 2) */
+  uint8_t handed; /* HANDED: the id in the word is a grantee's */
+  uint8_t died;   /* DIED */
+  uint8_t handed_once, w2_alive, w2_deaths;
   uint8_t readers;
   uint8_t owner[NR]; /* 0 free, a + 1 reader a's, GONE */
   uint8_t count[NR];
@@ -95,11 +120,14 @@ typedef struct {
   uint8_t tries[2];
   uint8_t rounds[NA];
   uint8_t alive[2];
-  uint8_t wscan, wsaw, wlook;
+  uint8_t wscan[2], wsaw[2], wlook;
   uint8_t deaths_left;
 } st_t;
 
-static const char *const actor_names[] = { "A0", "A1", "W" };
+static const char *const actor_names[] = { "A0", "A1", "W", "W2" };
+
+/* The scenario's: whether W's first release hands the word to W2. */
+static int handoff;
 
 static void
 fail(const st_t *s, const char *what)
@@ -119,7 +147,7 @@ reader_begin(st_t *s, int a)
 static int
 step(st_t *s, int a)
 {
-  int r;
+  int r, wi = a == W2;
 
   switch (s->pc[a]) {
   case A_INC:
@@ -168,6 +196,15 @@ step(st_t *s, int a)
     s->pc[a] = A_WAIT;
     return 1;
   case A_WAIT:
+    if (s->word == 2 && !s->w2_alive && TL_INJECT_BUG != 4) {
+      /* A dead writer's id is cleared; one that was handed the word
+       * never held, and nobody is told. */
+      if (!s->handed || TL_INJECT_BUG == 5)
+        s->died = 1;
+      s->word = 0;
+      s->handed = 0;
+      return 1;
+    }
     if (s->word != 0)
       return 0;
     if (s->tries[a] == 0) {
@@ -210,6 +247,15 @@ step(st_t *s, int a)
     s->pc[a] = W_CAS;
     return 1;
   case W_CAS:
+    if (s->word == 2 && !s->w2_alive) {
+      /* A dead writer's id taken over (DIED), a dead grantee's without. */
+      if (!s->handed)
+        s->died = 1;
+      s->handed = 0;
+      s->word = 1;
+      s->pc[a] = W_READR;
+      return 1;
+    }
     if (s->word != 0)
       return 0;
     s->word = 1;
@@ -218,8 +264,8 @@ step(st_t *s, int a)
       if (s->wlook == 0) {
         s->pc[a] = W_HOLD;
       } else {
-        s->wscan = 0;
-        s->wsaw = 0;
+        s->wscan[0] = 0;
+        s->wsaw[0] = 0;
         s->pc[a] = W_SCAN;
       }
     } else {
@@ -230,46 +276,72 @@ step(st_t *s, int a)
     if (s->readers == 0) {
       s->pc[a] = W_HOLD;
     } else {
-      s->wscan = 0;
-      s->wsaw = 0;
+      s->wscan[wi] = 0;
+      s->wsaw[wi] = 0;
       s->pc[a] = W_SCAN;
     }
     return 1;
   case W_SCAN: {
-    if (s->wscan == NR) {
-      s->pc[a] = s->wsaw ? W_READR : W_HOLD;
+    if (s->wscan[wi] == NR) {
+      s->pc[a] = s->wsaw[wi] ? W_READR : W_HOLD;
       return 1;
     }
-    r = s->wscan;
+    r = s->wscan[wi];
     uint8_t o = s->owner[r];
     if (o != 0 && o != GONE && !s->alive[o - 1]) {
       s->pc[a] = W_RC1;
       return 1;
     }
     if (o != 0 && o != GONE && s->count[r] > 0)
-      s->wsaw = 1;
-    s->wscan++;
+      s->wsaw[wi] = 1;
+    s->wscan[wi]++;
     return 1;
   }
   case W_RC1:
-    s->owner[s->wscan] = GONE;
+    /* Another writer may have emptied it first: then nothing to do. */
+    if (s->owner[s->wscan[wi]] == 0 || s->owner[s->wscan[wi]] == GONE) {
+      s->wscan[wi]++;
+      s->pc[a] = W_SCAN;
+      return 1;
+    }
+    s->owner[s->wscan[wi]] = GONE;
     s->pc[a] = W_RC2;
     return 1;
   case W_RC2:
-    s->count[s->wscan] = 0;
+    s->count[s->wscan[wi]] = 0;
     s->pc[a] = W_RC3;
     return 1;
   case W_RC3:
-    s->owner[s->wscan] = 0;
+    s->owner[s->wscan[wi]] = 0;
     s->pc[a] = W_RC4;
     return 1;
   case W_RC4:
     s->readers--;
-    s->wscan++;
+    s->wscan[wi]++;
     s->pc[a] = W_SCAN;
     return 1;
+  case W2_SLEEP:
+    /* Handed the word: the take-up, a compare-exchange from the handed
+     * value. */
+    if (s->word != 2 || !s->handed)
+      return 0;
+    s->handed = 0;
+    s->pc[a] = W_READR;
+    return 1;
   case W_HOLD:
-    s->word = 0;
+    if (a == W2) {
+      s->word = 0;
+      s->pc[a] = P_DONE;
+      return 1;
+    }
+    if (handoff && !s->handed_once && s->w2_alive && s->pc[W2] == W2_SLEEP) {
+      /* H1: handed to the writer that has waited 1 ms. */
+      s->word = 2;
+      s->handed = 1;
+      s->handed_once = 1;
+    } else {
+      s->word = 0;
+    }
     if (s->rounds[W] > 0) {
       s->rounds[W]--;
       s->pc[a] = TL_INJECT_BUG == 3 ? W_LOOK : W_CAS;
@@ -292,18 +364,23 @@ check(const st_t *s)
   if (s->readers < owned || s->readers > 8)
     fail(s, "the count of records in use is below the records that have an "
             "owner (R4)");
-  if (s->pc[W] != W_HOLD)
+  if (s->died)
+    fail(s, "DIED is set, but no writer died holding");
+  int writers = (s->pc[W] == W_HOLD) + (s->w2_alive && s->pc[W2] == W_HOLD);
+  if (writers > 1)
+    fail(s, "both writers hold");
+  if (writers == 0)
     return;
   for (int a = A0; a <= A1; a++)
     if (s->alive[a] && s->pc[a] == A_HOLD)
-      fail(s, "the writer holds while a reader does (R1)");
+      fail(s, "a writer holds while a reader does (R1)");
 }
 
 static int
 quiet(const st_t *s)
 {
   for (int a = 0; a < NA; a++) {
-    if (a != W && !s->alive[a])
+    if ((a <= A1 && !s->alive[a]) || (a == W2 && !s->w2_alive))
       continue;
     if (s->pc[a] != P_DONE)
       return 0;
@@ -332,7 +409,7 @@ explore(const st_t *s, int depth)
     return;
   int moved = 0;
   for (int a = 0; a < NA && failures == 0; a++) {
-    if (a != W && !s->alive[a])
+    if ((a <= A1 && !s->alive[a]) || (a == W2 && !s->w2_alive))
       continue;
     st_t n = *s;
     int pc = n.pc[a];
@@ -351,16 +428,30 @@ explore(const st_t *s, int depth)
     moved = 1;
     go(&n, depth, 200 + A0, s->pc[A0]);
   }
+  /* W2 dies before it took the word up (asleep, or handed it). */
+  if (failures == 0 && s->w2_alive && s->w2_deaths > 0 &&
+      s->pc[W2] == W2_SLEEP) {
+    st_t n = *s;
+    n.w2_deaths--;
+    n.w2_alive = 0;
+    n.pc[W2] = P_DEAD;
+    moved = 1;
+    go(&n, depth, 200 + W2, s->pc[W2]);
+  }
   if (!moved && failures == 0 && !quiet(s))
     fail(s, "an actor waits with nothing left to let it on");
 }
 
 static int
-run(const char *name, int deaths)
+run(const char *name, int deaths, int hands, int w2_deaths, int w_rounds)
 {
   st_t s;
   memset(&s, 0, sizeof(s));
   model_begin(name);
+  handoff = hands;
+  s.w2_alive = 1;
+  s.w2_deaths = (uint8_t)w2_deaths;
+  s.pc[W2] = hands ? W2_SLEEP : P_DONE;
   for (int a = A0; a <= A1; a++) {
     s.alive[a] = 1;
     s.rec[a] = NONE;
@@ -368,7 +459,7 @@ run(const char *name, int deaths)
     s.rounds[a] = 1;
     reader_begin(&s, a);
   }
-  s.rounds[W] = 1;
+  s.rounds[W] = (uint8_t)w_rounds;
   s.pc[W] = TL_INJECT_BUG == 3 ? W_LOOK : W_CAS;
   s.deaths_left = (uint8_t)deaths;
   explore(&s, 0);
@@ -381,10 +472,15 @@ main(void)
 {
   static const struct {
     const char *name;
-    int deaths;
+    int deaths, handoff, w2_deaths, w_rounds;
   } scenarios[] = {
-    { "rw-basic", 0 },
-    { "rw-death", 1 },
+    { "rw-basic", 0, 0, 0, 1 },
+    { "rw-death", 1, 0, 0, 1 },
+    { "rw-handoff", 0, 1, 0, 1 },
+    /* W writes once: nobody but the readers is left to clear the id of a
+     * grantee that died. */
+    { "rw-handoff-death", 1, 1, 1, 0 },
+    { "rw-handoff-death-2", 0, 1, 1, 1 },
   };
   int failed = 0, ran = 0;
 
@@ -394,7 +490,8 @@ main(void)
     if (!model_wanted(scenarios[i].name))
       continue;
     ran++;
-    failed += run(scenarios[i].name, scenarios[i].deaths) != 0;
+    failed += run(scenarios[i].name, scenarios[i].deaths, scenarios[i].handoff,
+                  scenarios[i].w2_deaths, scenarios[i].w_rounds) != 0;
   }
   model_free();
   return model_exit(failed, ran);
