@@ -195,6 +195,89 @@ async function until (f, what) {
   throw new Error(`timed out waiting for ${what}`)
 }
 
+// This thread holds the word of `i` (a lock's, or an RWLock's write lock)
+// 2 ms at a time and takes it again at once after each `release()`
+// (`retake()`), for up to 3 s, until a release has handed the word to the
+// owner id `id`: right after it the word names that id with HANDED. A
+// waiter that only competed would be woken at each release and find the
+// word taken again, or win a race now and then, but never be handed it;
+// one handed it may also take it up before this thread looks (then a later
+// release hands it again). Returns whether one did, and the holds made.
+function holdUntilHanded (i, id, release, retake) {
+  const t0 = performance.now()
+  let handed = false
+  let rounds = 0
+  while (!handed && performance.now() - t0 < 3000) {
+    const end = performance.now() + 2
+    while (performance.now() < end);
+    release()
+    const v = Atomics.load(i, 0)
+    handed = (v & SHM.LOCK_HANDED) !== 0 && (v & SHM.LOCK_ID) === id
+    if (!handed) retake()
+    rounds++
+  }
+  return { handed, rounds }
+}
+
+// The shape of the tests "a busy event loop holds up nobody" for a lock
+// across processes in directory `dir`, made in each process by the source `make` (the object
+// `x`, in memory `b`), taken blocking by `take` and given back by `give`:
+// a looper takes it `hold` ms at a time, again at once, until i[5]; this
+// thread's promise request (`request(x)`, on `open(b)`) sleeps at once,
+// older than a blocking waiter's, which asks once i[6] is set; then this
+// event loop is busy for 400 ms (2 s under qemu-user, where a process wakes
+// slowly), so the request, woken by some release, does not run (a release
+// that handed it the lock, asleep since it queued, would hold up everyone
+// until this loop runs). The blocking waiter must be granted meanwhile (i[1]),
+// having waited less than 3/4 of it (i[12], ms). Returns this thread's
+// object, its request granted and released.
+async function busyHoldsUpNobody (dir, name, { make, take, give, hold }, open, request) {
+  const mem = JSON.stringify(name)
+  const b = openSharedMemory(name, { path: dir, size: 64 })
+  const i = new Int32Array(b)
+  const x = open(b)
+  const looper = await child(`const threadlock = require(${INDEX})
+    const b = host.openSharedMemory(${mem}, { path: dir, size: 64 })
+    const i = new Int32Array(b)
+    const x = ${make}
+    const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+    ${take}
+    say('holding')
+    setTimeout(() => { for (;;) { spin(${hold}); if (Atomics.load(i, 5) !== 0) break; ${give}; ${take} } ${give} }, 0)`, dir)
+  const w = await child(`const threadlock = require(${INDEX})
+    const b = host.openSharedMemory(${mem}, { path: dir, size: 64 })
+    const i = new Int32Array(b)
+    const x = ${make}
+    say('ready')
+    setTimeout(() => {
+      threadlock.wait(i, 6, 0)
+      const t0 = performance.now()
+      ${take}
+      Atomics.store(i, 12, Math.round(performance.now() - t0))
+      Atomics.store(i, 1, 1)
+      ${give}
+    }, 0)`, dir)
+  const BUSY = process.env.THREADLOCK_TEST_QEMU ? 2000 : 400
+  let granted = false
+  const p = request(x).then((release) => { granted = true; release() })
+  Atomics.store(i, 6, 1)
+  threadlock.notify(i, 6)
+  const t0 = performance.now()
+  while (performance.now() - t0 < BUSY);
+  const during = Atomics.load(i, 1)
+  const waited = Atomics.load(i, 12)
+  const word = Atomics.load(i, 0)
+  Atomics.store(i, 5, 1)
+  await p
+  assert.strictEqual(granted, true)
+  await until(() => Atomics.load(i, 1) !== 0, 'the blocking waiter')
+  assert.strictEqual(during, 1, `the blocking waiter was not granted while this event loop was busy (the word then: ${(word >>> 0).toString(16)}, this thread's owner id ${binding.shmOwnerId(i).toString(16)}; it waited ${Atomics.load(i, 12)} ms)`)
+  assert.ok(waited < BUSY * 0.75, `it waited ${waited} ms`)
+  for (const k of [looper, w]) k.child.stdin.end()
+  await Promise.all([looper, w].map((k) => exited(k.child)))
+  return x
+}
+
 function exited (c) {
   return new Promise((resolve) => {
     if (c.exitCode !== null || c.signalCode !== null) resolve()
@@ -2749,7 +2832,6 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const b = openSharedMemory('pbound', { path: dir, size: 64 })
       const i = new Int32Array(b)
       const lock = new threadlock.AsyncLock(b, 0)
-      const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
       lock.lock()
       // The child asks again and again (promise form) until i[5] is set,
       // counting its grants in i[1].
@@ -2764,21 +2846,10 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       // A release wakes a promise waiter that is asleep since it queued to
       // come (its loop may be busy: it is not handed the lock); once it
       // came and found the lock taken again, it is present, and a release
-      // hands it the lock: right after that unlock() the word names it,
-      // with HANDED. On a loaded machine it may also take the free word
-      // before this thread does (granted without a hand-off): then it
+      // hands it the lock. On a loaded machine it may also take the free
+      // word before this thread does (granted without a hand-off): then it
       // asks again, and this thread waits for the lock.
-      const t0 = performance.now()
-      let handed = false
-      let rounds = 0
-      while (!handed && performance.now() - t0 < 3000) {
-        spin(2)
-        lock.unlock()
-        const v = Atomics.load(i, 0)
-        handed = (v & HANDED) !== 0 && (v & ID) === id
-        if (!handed && !lock.tryLock()) lock.lock()
-        rounds++
-      }
+      const { handed, rounds } = holdUntilHanded(i, id, () => lock.unlock(), () => { if (!lock.tryLock()) lock.lock() })
       assert.ok(handed, `no release handed the present promise waiter the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
       Atomics.store(i, 5, 1)
       await until(() => lock.waiting === 0 && !lock.locked, 'the child to stop asking')
@@ -2787,55 +2858,9 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
 
     it('a promise request asleep since it was made, whose event loop is busy 400 ms, holds up nobody: a blocking waiter of another process is handed the lock meanwhile, while a third process takes and releases it in a loop', async () => {
-      const b = openSharedMemory('busy', { path: dir, size: 64 })
-      const i = new Int32Array(b)
-      const lock = new threadlock.AsyncLock(b, 0)
-      // A looper takes the lock 2 ms at a time, again at once, until i[5].
-      const looper = await child(`const threadlock = require(${INDEX})
-        const b = host.openSharedMemory('busy', { path: dir, size: 64 })
-        const i = new Int32Array(b)
-        const lock = new threadlock.AsyncLock(b, 0)
-        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
-        lock.lock()
-        say('holding')
-        setTimeout(() => { for (;;) { spin(2); if (Atomics.load(i, 5) !== 0) break; lock.unlock(); lock.lock() } lock.unlock() }, 0)`, dir)
-      // A blocking waiter that asks once i[6] is set (a wait across
-      // processes); its grant: i[1], its wait in ms: i[12].
-      const w = await child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
-        const b = host.openSharedMemory('busy', { path: dir, size: 64 })
-        const i = new Int32Array(b)
-        const lock = new threadlock.AsyncLock(b, 0)
-        say(binding.shmOwnerId(i).toString(16))
-        setTimeout(() => {
-          threadlock.wait(i, 6, 0)
-          const t0 = performance.now()
-          lock.lock()
-          Atomics.store(i, 12, Math.round(performance.now() - t0))
-          Atomics.store(i, 1, 1)
-          lock.unlock()
-        }, 0)`, dir)
-      // This thread's request sleeps at once (the looper holds the lock),
-      // older than the blocking waiter's; then this event loop is busy for
-      // 400 ms (2 s under qemu-user, where a process wakes slowly), so the
-      // request, woken by some release, does not run.
-      const BUSY = process.env.THREADLOCK_TEST_QEMU ? 2000 : 400
-      let granted = false
-      const p = lock.acquire().then((release) => { granted = true; release() })
-      Atomics.store(i, 6, 1)
-      threadlock.notify(i, 6)
-      const t0 = performance.now()
-      while (performance.now() - t0 < BUSY);
-      const during = Atomics.load(i, 1)
-      const waited = Atomics.load(i, 12)
-      const word = Atomics.load(i, 0)
-      Atomics.store(i, 5, 1)
-      await p
-      assert.strictEqual(granted, true)
-      await until(() => Atomics.load(i, 1) !== 0, 'the blocking waiter')
-      assert.strictEqual(during, 1, `the blocking waiter was not granted while this event loop was busy (the word then: ${(word >>> 0).toString(16)}, this thread's owner id ${binding.shmOwnerId(i).toString(16)}, the waiter's ${w.line}; it waited ${Atomics.load(i, 12)} ms)`)
-      assert.ok(waited < BUSY * 0.75, `it waited ${waited} ms`)
-      for (const k of [looper, w]) k.child.stdin.end()
-      await Promise.all([looper, w].map((k) => exited(k.child)))
+      const lock = await busyHoldsUpNobody(dir, 'busy', {
+        make: 'new threadlock.AsyncLock(b, 0)', take: 'x.lock()', give: 'x.unlock()', hold: 2
+      }, (b) => new threadlock.AsyncLock(b, 0), (x) => x.acquire())
       assert.strictEqual(lock.locked, false)
     })
 
@@ -3020,22 +3045,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
         setTimeout(() => { while (Atomics.load(i, 5) === 0) { if (rw.acquireWriteSync()) Atomics.add(i, 2, 1); Atomics.add(i, 1, 1); rw.releaseWrite() } }, 0)`, dir)
       const id = Number(w.line)
       await until(() => rw.waiting === 1, 'the child to sleep')
-      // Holds of 2 ms, each taken again at once after its release: a writer
-      // that only competed would be woken at each release and find the lock
-      // taken again, or win a race; one that has waited 1 ms is handed the
-      // lock: right after releaseWrite() the word names it, with HANDED
-      // (unless it took it up already, then at a later release).
-      const t0 = performance.now()
-      let handed = false
-      let rounds = 0
-      while (!handed && performance.now() - t0 < 3000) {
-        spin(2)
-        rw.releaseWrite()
-        const v = Atomics.load(i, 0)
-        handed = (v & HANDED) !== 0 && (v & ID) === id
-        if (!handed && !rw.tryAcquireWrite()) rw.acquireWriteSync()
-        rounds++
-      }
+      const { handed, rounds } = holdUntilHanded(i, id, () => rw.releaseWrite(), () => { if (!rw.tryAcquireWrite()) rw.acquireWriteSync() })
       assert.ok(handed, `no release handed the blocking writer the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
       Atomics.store(i, 5, 1)
       await until(() => rw.waiting === 0 && rw.writer === null, 'the child to stop asking')
@@ -3061,19 +3071,8 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       const id = Number(w.line)
       await until(() => rw.waiting === 1, 'the child to sleep')
       // As for the AsyncLock: woken to come first (asleep since it queued),
-      // then present, and then a release hands it the lock (its id with
-      // HANDED right after releaseWrite()).
-      const t0 = performance.now()
-      let handed = false
-      let rounds = 0
-      while (!handed && performance.now() - t0 < 3000) {
-        spin(2)
-        rw.releaseWrite()
-        const v = Atomics.load(i, 0)
-        handed = (v & HANDED) !== 0 && (v & ID) === id
-        if (!handed && !rw.tryAcquireWrite()) rw.acquireWriteSync()
-        rounds++
-      }
+      // then present, and then a release hands it the lock.
+      const { handed, rounds } = holdUntilHanded(i, id, () => rw.releaseWrite(), () => { if (!rw.tryAcquireWrite()) rw.acquireWriteSync() })
       assert.ok(handed, `no release handed the present promise writer the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
       Atomics.store(i, 5, 1)
       await until(() => rw.waiting === 0 && rw.writer === null, 'the child to stop asking')
@@ -3082,57 +3081,15 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
     })
 
     it('a promise writer asleep since it was made, whose event loop is busy 400 ms, holds up nobody: a blocking writer of another process is handed the lock meanwhile, while a third process writes in a loop', async () => {
-      const b = openSharedMemory('wbusy', { path: dir, size: 64 })
-      const i = new Int32Array(b)
-      const rw = new threadlock.RWLock(b, 0)
-      const looper = await child(`const threadlock = require(${INDEX})
-        const b = host.openSharedMemory('wbusy', { path: dir, size: 64 })
-        const i = new Int32Array(b)
-        const rw = new threadlock.RWLock(b, 0)
-        const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
-        rw.acquireWriteSync()
-        say('holding')
-        setTimeout(() => { for (;;) { spin(10); if (Atomics.load(i, 5) !== 0) break; rw.releaseWrite(); rw.acquireWriteSync() } rw.releaseWrite() }, 0)`, dir)
-      const w = await child(`const threadlock = require(${INDEX})
-        const b = host.openSharedMemory('wbusy', { path: dir, size: 64 })
-        const i = new Int32Array(b)
-        const rw = new threadlock.RWLock(b, 0)
-        say('ready')
-        setTimeout(() => {
-          threadlock.wait(i, 6, 0)
-          const t0 = performance.now()
-          rw.acquireWriteSync()
-          Atomics.store(i, 12, Math.round(performance.now() - t0))
-          Atomics.store(i, 1, 1)
-          rw.releaseWrite()
-        }, 0)`, dir)
-      // This thread's request sleeps at once, older than the blocking
-      // writer's, and its event loop is then busy: the looper's holds of
-      // 10 ms make it likely that the request has waited 1 ms at the first
-      // release after it (a release that handed it the lock, asleep since it
-      // queued, would hold up everyone until this loop runs).
-      const BUSY = process.env.THREADLOCK_TEST_QEMU ? 2000 : 400
-      let granted = false
-      const p = rw.acquireWrite().then((release) => { granted = true; release() })
-      Atomics.store(i, 6, 1)
-      threadlock.notify(i, 6)
-      const t0 = performance.now()
-      while (performance.now() - t0 < BUSY);
-      const during = Atomics.load(i, 1)
-      const waited = Atomics.load(i, 12)
-      const word = Atomics.load(i, 0)
-      Atomics.store(i, 5, 1)
-      await p
-      assert.strictEqual(granted, true)
-      await until(() => Atomics.load(i, 1) !== 0, 'the blocking writer')
-      assert.strictEqual(during, 1, `the blocking writer was not granted while this event loop was busy (the word then: ${(word >>> 0).toString(16)}; it waited ${Atomics.load(i, 12)} ms)`)
-      assert.ok(waited < BUSY * 0.75, `it waited ${waited} ms`)
-      for (const k of [looper, w]) k.child.stdin.end()
-      await Promise.all([looper, w].map((k) => exited(k.child)))
+      // Holds of 10 ms: this thread's request has then likely waited 1 ms at
+      // the first release after it.
+      const rw = await busyHoldsUpNobody(dir, 'wbusy', {
+        make: 'new threadlock.RWLock(b, 0)', take: 'x.acquireWriteSync()', give: 'x.releaseWrite()', hold: 10
+      }, (b) => new threadlock.RWLock(b, 0), (x) => x.acquireWrite())
       await until(() => rw.writer === null, 'the lock to be free')
     })
 
-    it('readers that have waited longer than the starving writer go in first, then the writer', async () => {
+    it('a release does not hand the lock to a writer that has waited 1 ms while a reader has waited longer: it wakes every sleeper, and the reader gets in while the writer is stopped', async () => {
       const b = openSharedMemory('wread', { path: dir, size: 64 })
       const i = new Int32Array(b)
       const rw = new threadlock.RWLock(b, 0)
@@ -3141,10 +3098,19 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await until(() => rw.waiting === 1, 'the reader to sleep')
       const w = await asker('wread', 1)
       await until(() => rw.waiting === 2, 'the writer to sleep')
-      spin(3) // both have waited 1 ms
+      spin(3) // both have waited 1 ms, the reader longer
+      // A stopped writer can be handed the lock (it is a blocking waiter),
+      // and could not take it up: the word would say so, and the reader
+      // would wait for it.
+      w.child.kill('SIGSTOP')
       rw.releaseWrite()
-      await until(() => Atomics.load(i, 8) === 2, 'both to be granted')
-      assert.deepStrictEqual([Atomics.load(i, 1), Atomics.load(i, 2)], [1, 2], 'the reader first')
+      const v = Atomics.load(i, 0)
+      assert.strictEqual(v & HANDED, 0, `the word was handed on (${(v >>> 0).toString(16)}, the writer ${w.line})`)
+      await until(() => Atomics.load(i, 1) !== 0, 'the reader to get in while the writer is stopped')
+      w.child.kill('SIGCONT')
+      await until(() => Atomics.load(i, 8) === 2, 'the writer to get in')
+      assert.deepStrictEqual([Atomics.load(i, 1), Atomics.load(i, 2)], [1, 2])
+      assert.deepStrictEqual([Atomics.load(i, 12), Atomics.load(i, 13)], [1, 1])
       for (const k of [r, w]) k.child.stdin.end()
       await Promise.all([r, w].map((k) => exited(k.child)))
     })
