@@ -40,20 +40,22 @@
 // emptied and set DIED. The lock is its once none are left.
 // Releasing the write lock: without WAITERS, a compare-exchange to 0; with
 // it, the core's release (src/host/shm_wait.c, tl_shm_lock_release in its
-// RWLock mode, steps H1-H3 of lib/ShmLock.js): the oldest writer asleep
-// whose request has waited 1 ms and that can take the word up at once (a
-// blocking one, or a promise one that is present) is handed it (HANDED |
-// WAITERS | its id), unless a reader asleep is older (every sleeper's node
-// carries its request's ticket; a reader's is never handed the word);
-// otherwise the word goes to 0 and every sleeper is woken: readers all go
-// in, writers compete. A writer that gives up while it waits for readers
+// RWLock mode, steps H1-H3 of lib/ShmLock.js): the oldest request asleep,
+// writer or reader, whose request has waited 1 ms and that can take the
+// word up at once (a blocking one, or a promise one that is present) is
+// handed it (HANDED | WAITERS | its id; every sleeper's node carries its
+// request's ticket); otherwise the word goes to 0 and every sleeper is
+// woken: readers all go in, writers compete. A writer that gives up while it waits for readers
 // (timeout, abort, a worker's end) takes its id out and wakes every
 // sleeper.
 //
 // The hand-off (as lib/ShmLock.js, L7 and L8): the grantee takes the word
-// up (HANDED cleared by a compare-exchange from the handed value) in the
-// native wait that finds its node notified, and then waits for readers as
-// any writer (none can have entered: the word named a writer all along).
+// up in the native wait that finds its node notified. A writer clears
+// HANDED (a compare-exchange from the handed value) and then waits for
+// readers as any writer (none can have entered: the word named a writer
+// all along); a reader (node kind READER) counts its read hold while the
+// word holds the handed value, then frees it and wakes every sleeper
+// (src/host/shm_rw.c, R5).
 // One that leaves without the lock (timeout, abort, its thread's end)
 // takes a hand-off it finds up and releases it again (#passOn). A grantee
 // that died before it took the word up never held: its id is cleared by
@@ -95,10 +97,10 @@
 // lib/ShmLock.js): only the oldest competes; a blocking write request while
 // some are queued is EDEADLK, a try is false.
 //
-// - W5 (the bound). A blocking writer, or a present promise one, whose
-//   request has waited 1 ms is handed the word by the next writer's release
-//   that finds its node WAITING, unless a reader asleep has waited longer;
-//   its ticket keeps its age across its sleeps.
+// - W5 (the bound). A blocking request, or a present promise one, reader
+//   or writer, that has waited 1 ms is handed the word by the next writer's
+//   release that finds its node WAITING (it is the oldest such, or one
+//   older is); its ticket keeps its age across its sleeps.
 //
 // Not built (as lib/ShmLock.js): the holder's slice and the present watch.
 // A writer killed while it waited for readers counts as a holder that died
@@ -389,24 +391,22 @@ class ShmRWLock extends SharedSlot {
   //
   // `req` (#request(): its ticket, drawn at its first sleep and kept, so
   // that its nodes tell its age; whether it has slept, and come back from
-  // its event loop) is the request's. A writer's claim sleeps as a
-  // hand-off waiter of the lock (lib/ShmLock.js): a release may hand it the
-  // word (HANDED | WAITERS | its id) once its request has waited 1 ms, if
-  // it can take it up at once (a blocking wait, or a promise one that is
-  // present), unless readers have waited longer; the native wait takes it
-  // up (L8) and answers ACCEPTED, and the claim is made (true). A claim
-  // that leaves without the word (timeout, abort, its thread's end) passes
-  // on a hand-off it finds. A reader's nodes carry its ticket only for
-  // their age.
+  // its event loop) is the request's. Both sides sleep as hand-off waiters
+  // of the lock (lib/ShmLock.js): a writer's release may hand the word
+  // (HANDED | WAITERS | its id) to the oldest request, reader or writer,
+  // that has waited 1 ms and can take it up at once (a blocking wait, or a
+  // promise one that is present); the native wait takes it up (L8) and
+  // answers ACCEPTED, and #tookUp ends the request. One that leaves without
+  // the word (timeout, abort, its thread's end) passes on a hand-off it
+  // finds.
   #untilSync (attempt, where, timeout, deadline, req) {
-    const claim = req.writer ? req : null
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
       const got = attempt()
       if (got !== undefined) return got
       const left = gate.remaining(deadline)
       if (left === 0) {
-        if (claim !== null && claim.slept) this.#passOn()
+        if (req.slept) this.#passOn()
         throw timeoutError(timeout, where)
       }
       const w = this.#prepare()
@@ -414,23 +414,24 @@ class ShmRWLock extends SharedSlot {
       const ticket = req.ticket || (req.ticket = native.shmTicket(this.#i32))
       const r = native.shmWaitLock(this.#i32, 0, w, left, pokes, ticket, !req.writer)
       req.slept = true
-      if (r === ACCEPTED) return true
+      if (r === ACCEPTED) {
+        return this.#tookUp(req)
+      }
       if (r === RESULT_INTERRUPTED) {
-        if (claim !== null) this.#passOn()
+        this.#passOn()
         stopTerminated(where)
       }
     }
   }
 
   async #until (attempt, o, where, deadline, req) {
-    const claim = req.writer ? req : null
     for (;;) {
       const pokes = native.shmPokes(this.#i32)
       const got = attempt()
       if (got !== undefined) return got
       const left = gate.remaining(deadline)
       if (left === 0) {
-        if (claim !== null && claim.slept) this.#passOn()
+        if (req.slept) this.#passOn()
         throw timeoutError(o.timeout, where)
       }
       const w = this.#prepare()
@@ -444,13 +445,13 @@ class ShmRWLock extends SharedSlot {
           req.woke = true
         }
       } catch (err) {
-        if (claim !== null) this.#passOn() // an abort
+        this.#passOn() // an abort
         throw err
       }
       req.slept = true
-      if (r === 'accepted' || r === ACCEPTED) return true
+      if (r === 'accepted' || r === ACCEPTED) return this.#tookUp(req)
       if (r === 'timed-out') {
-        if (claim !== null) this.#passOn()
+        this.#passOn()
         throw timeoutError(o.timeout, where)
       }
     }
@@ -459,8 +460,16 @@ class ShmRWLock extends SharedSlot {
   // A request, for its sleeps (#untilSync, #until).
   static #request (writer) { return { writer, ticket: 0, slept: false, woke: false } }
 
-  // A writer that leaves without the word takes up a hand-off it finds and
-  // releases it again (to the next writer, or freed with every sleeper
+  // What the request `req` that was handed the word and took it up (L8)
+  // got: a writer's claim is made (true: its id is in the word); a reader
+  // holds a read lock, counted by the take-up, which then freed the word
+  // and let the other readers in (shm_rw.c, R5): whether DIED is set.
+  #tookUp (req) {
+    return req.writer || (load(this.#i32, 0) & DIED) !== 0
+  }
+
+  // A request that leaves without the word takes up a hand-off it finds and
+  // releases it again (to the next request, or freed with every sleeper
   // woken), as lib/ShmLock.js's #passOn.
   #passOn () {
     for (;;) {

@@ -28,7 +28,7 @@ const { atDeadline } = require('./timer')
 const { abortError } = require('./errors')
 
 const { RESULT_OK, RESULT_NOT_EQUAL, RESULT_TIMED_OUT } = native.constants
-const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF, KIND_PRESENT, KIND_RESERVE } = native.shmConstants || {}
+const { POKED, ACCEPTED, KIND_LOCK, KIND_HANDOFF, KIND_PRESENT, KIND_RESERVE, KIND_READER } = native.shmConstants || {}
 
 
 const RESULTS = { [RESULT_OK]: 'ok', [RESULT_NOT_EQUAL]: 'not-equal', [RESULT_TIMED_OUT]: 'timed-out', [POKED]: 'poked', [ACCEPTED]: 'accepted' }
@@ -62,8 +62,8 @@ function poll () {
  *   waiter looked at the holder (native.shmPokes); a poke since then, or
  *   while it waits, resolves 'poked'; `ticket` (lock waiters): the
  *   request's (native.shmTicket); `present`: it has come to try since it
- *   queued; `reader`: an RWLock's reader, whose ticket only tells its age
- *   (never handed the word); `reserve` (a Semaphore request, lib/ShmSemaphore.js): the
+ *   queued; `reader`: an RWLock's reader (a hand-off to it is a read
+ *   lock); `reserve` (a Semaphore request, lib/ShmSemaphore.js): the
  *   permits it needs: it reserves the word (`value` must have too few and
  *   RESERVED clear) and resolves 'accepted' once it took them, 'ok' if the
  *   reservation was lost
@@ -78,17 +78,18 @@ function waitAsync (ta, index, value, o) {
     ready = true
   }
   const lock = o.pokes !== undefined
-  // An AsyncLock's waiter (a ticket) may be handed the lock: it takes it
-  // up before its node is freed, and resolves 'accepted'.
+  // A lock's waiter with a ticket (an AsyncLock's, an RWLock's) may be
+  // handed the lock: it takes it up before its node is freed, and resolves
+  // 'accepted'.
   // `present`: it came to try and sleeps again (a release may hand it the
   // lock once it has waited 1 ms).
-  // `reader` (an RWLock's reader): its ticket only tells its age; it is
-  // never handed the word.
-  const ticketed = lock && o.ticket !== undefined && o.ticket !== 0
-  const handoff = ticketed && !o.reader
+  // `reader` (an RWLock's reader): it takes a hand-off up as a read lock.
+  const handoff = lock && o.ticket !== undefined && o.ticket !== 0
   const reserve = o.reserve !== undefined
-  const kind = reserve ? KIND_RESERVE : !lock ? 0 : !handoff ? KIND_LOCK : KIND_LOCK | KIND_HANDOFF | (o.present ? KIND_PRESENT : 0)
-  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, reserve ? o.reserve : ticketed ? o.ticket : 0)
+  const kind = reserve
+    ? KIND_RESERVE
+    : !lock ? 0 : !handoff ? KIND_LOCK : KIND_LOCK | KIND_HANDOFF | (o.present ? KIND_PRESENT : 0) | (o.reader ? KIND_READER : 0)
+  const r = native.shmWaitAsync(ta, index, value, o.ref, kind, lock ? o.pokes : 0, reserve ? o.reserve : handoff ? o.ticket : 0)
   if (r < 16) return r
   const token = r
   return new Promise((resolve, reject) => {

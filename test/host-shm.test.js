@@ -3089,7 +3089,7 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await until(() => rw.writer === null, 'the lock to be free')
     })
 
-    it('a release does not hand the lock to a writer that has waited 1 ms while a reader has waited longer: it wakes every sleeper, and the reader gets in while the writer is stopped', async () => {
+    it('a release hands the lock to the oldest request that has waited 1 ms, also a reader: it gets in, and the other readers with it, while the writer that waited less long is stopped', async () => {
       const b = openSharedMemory('wread', { path: dir, size: 64 })
       const i = new Int32Array(b)
       const rw = new threadlock.RWLock(b, 0)
@@ -3098,53 +3098,82 @@ sys.stdin.read()`, ...Array.from({ length: 96 }, (_, k) => String(128 + k))], { 
       await until(() => rw.waiting === 1, 'the reader to sleep')
       const w = await asker('wread', 1)
       await until(() => rw.waiting === 2, 'the writer to sleep')
-      spin(3) // both have waited 1 ms, the reader longer
+      const r2 = await asker('wread', 2, { mode: 'read', promise: true })
+      await until(() => rw.waiting === 3, 'the second reader to sleep')
+      spin(3) // all have waited 1 ms, the first reader longest
       // A stopped writer can be handed the lock (it is a blocking waiter),
-      // and could not take it up: the word would say so, and the reader
+      // and could not take it up: the word would name it, and the readers
       // would wait for it.
       w.child.kill('SIGSTOP')
       rw.releaseWrite()
       const v = Atomics.load(i, 0)
-      assert.strictEqual(v & HANDED, 0, `the word was handed on (${(v >>> 0).toString(16)}, the writer ${w.line})`)
-      await until(() => Atomics.load(i, 1) !== 0, 'the reader to get in while the writer is stopped')
+      assert.ok((v & HANDED) === 0 || (v & ID) === Number(r.line), `the word was handed to another than the oldest reader (${(v >>> 0).toString(16)}; the reader ${r.line}, the writer ${w.line})`)
+      await until(() => Atomics.load(i, 1) !== 0 && Atomics.load(i, 3) !== 0, 'both readers to get in while the writer is stopped')
       w.child.kill('SIGCONT')
-      await until(() => Atomics.load(i, 8) === 2, 'the writer to get in')
-      assert.deepStrictEqual([Atomics.load(i, 1), Atomics.load(i, 2)], [1, 2])
-      assert.deepStrictEqual([Atomics.load(i, 12), Atomics.load(i, 13)], [1, 1])
-      for (const k of [r, w]) k.child.stdin.end()
-      await Promise.all([r, w].map((k) => exited(k.child)))
+      await until(() => Atomics.load(i, 8) === 3, 'the writer to get in')
+      assert.strictEqual(Atomics.load(i, 2), 3, 'the writer last')
+      assert.deepStrictEqual([Atomics.load(i, 12), Atomics.load(i, 13), Atomics.load(i, 14)], [1, 1, 1])
+      for (const k of [r, w, r2]) k.child.stdin.end()
+      await Promise.all([r, w, r2].map((k) => exited(k.child)))
     })
 
-    it('a writer handed the lock and killed before it took it up: the reader and the writer that wait next get in without ownerDied (it never held)', async () => {
-      const b = openSharedMemory('whk', { path: dir, size: 64 })
+    it('a blocking reader of another process that has waited 1 ms is handed the lock by the next release, while this thread writes 2 ms at a time and takes it again at once', async () => {
+      const b = openSharedMemory('rbound', { path: dir, size: 64 })
       const i = new Int32Array(b)
       const rw = new threadlock.RWLock(b, 0)
       rw.acquireWriteSync()
-      const victim = await asker('whk', 0)
-      await until(() => rw.waiting === 1, 'the first writer to sleep')
-      const reader = await asker('whk', 1, { mode: 'read' })
-      const writer = await asker('whk', 2, { promise: true })
-      await until(() => rw.waiting === 3, 'the reader and the second writer to sleep')
-      spin(3) // the first writer has waited 1 ms
-      victim.child.kill('SIGSTOP')
-      rw.releaseWrite()
-      // Handed to the stopped writer: its id with HANDED, not taken up.
-      const v = Atomics.load(i, 0)
-      assert.ok((v & HANDED) !== 0 && (v & ID) === Number(victim.line), `the word is ${(v >>> 0).toString(16)}`)
-      spin(20)
-      assert.strictEqual(Atomics.load(i, 8), 0, 'nobody went in past the hand-off')
-      victim.child.kill('SIGKILL')
-      await exited(victim.child)
-      await until(() => Atomics.load(i, 8) === 2, 'the reader and the second writer to get in')
-      assert.strictEqual(Atomics.load(i, 1), 0, 'the killed one never ran')
-      assert.deepStrictEqual([Atomics.load(i, 13), Atomics.load(i, 14)], [1, 1], 'neither was told ownerDied')
-      await until(() => rw.writer === null && rw.readers === 0, 'the lock to be free')
-      rw.acquireWriteSync()
-      assert.strictEqual(rw.ownerDied, false)
-      rw.releaseWrite()
-      for (const k of [reader, writer]) k.child.stdin.end()
-      await Promise.all([reader, writer].map((k) => exited(k.child)))
+      // The child reads again and again (acquireReadSync) until i[5] is set,
+      // counting its grants in i[1] and those told ownerDied in i[2].
+      const r = await child(`const threadlock = require(${INDEX}); const { binding } = require(${NATIVE})
+        const b = host.openSharedMemory('rbound', { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        say(String(binding.shmOwnerId(i)))
+        setTimeout(() => { while (Atomics.load(i, 5) === 0) { if (rw.acquireReadSync()) Atomics.add(i, 2, 1); Atomics.add(i, 1, 1); rw.releaseRead() } }, 0)`, dir)
+      const id = Number(r.line)
+      await until(() => rw.waiting === 1, 'the child to sleep')
+      const { handed, rounds } = holdUntilHanded(i, id, () => rw.releaseWrite(), () => { if (!rw.tryAcquireWrite()) rw.acquireWriteSync() })
+      assert.ok(handed, `no release handed the blocking reader the lock in ${rounds} holds of 2 ms (${Atomics.load(i, 1)} grants of the child)`)
+      Atomics.store(i, 5, 1)
+      await until(() => rw.waiting === 0 && rw.readers === 0 && rw.writer === null, 'the child to stop reading')
+      assert.strictEqual(Atomics.load(i, 2), 0, 'a hand-off is not a death')
+      r.child.stdin.end()
+      await exited(r.child)
     })
+
+    for (const mode of ['write', 'read']) {
+      it(`a ${mode === 'write' ? 'writer' : 'reader'} handed the lock and killed before it took it up: the reader and the writer that wait next get in without ownerDied (it never held)`, async () => {
+        const name = `whk${mode}`
+        const b = openSharedMemory(name, { path: dir, size: 64 })
+        const i = new Int32Array(b)
+        const rw = new threadlock.RWLock(b, 0)
+        rw.acquireWriteSync()
+        const victim = await asker(name, 0, { mode })
+        await until(() => rw.waiting === 1, 'the first request to sleep')
+        const reader = await asker(name, 1, { mode: 'read' })
+        const writer = await asker(name, 2, { promise: true })
+        await until(() => rw.waiting === 3, 'the reader and the writer to sleep')
+        spin(3) // the first request has waited 1 ms
+        victim.child.kill('SIGSTOP')
+        rw.releaseWrite()
+        // Handed to the stopped one: its id with HANDED, not taken up.
+        const v = Atomics.load(i, 0)
+        assert.ok((v & HANDED) !== 0 && (v & ID) === Number(victim.line), `the word is ${(v >>> 0).toString(16)}`)
+        spin(20)
+        assert.strictEqual(Atomics.load(i, 8), 0, 'nobody went in past the hand-off')
+        victim.child.kill('SIGKILL')
+        await exited(victim.child)
+        await until(() => Atomics.load(i, 8) === 2, 'the reader and the writer to get in')
+        assert.strictEqual(Atomics.load(i, 1), 0, 'the killed one never ran')
+        assert.deepStrictEqual([Atomics.load(i, 13), Atomics.load(i, 14)], [1, 1], 'neither was told ownerDied')
+        await until(() => rw.writer === null && rw.readers === 0, 'the lock to be free')
+        rw.acquireWriteSync()
+        assert.strictEqual(rw.ownerDied, false)
+        rw.releaseWrite()
+        for (const k of [reader, writer]) k.child.stdin.end()
+        await Promise.all([reader, writer].map((k) => exited(k.child)))
+      })
+    }
 
     it('a writer that times out after a release wrote the hand-off but before it notified takes it up and passes it on (THREADLOCK_SHM_TEST_HANDOFF_DELAY_MS)', async () => {
       const b = openSharedMemory('wtd', { path: dir, size: 64 })

@@ -973,7 +973,8 @@ tl_napi_shm_async_cancel(napi_env env, napi_callback_info info)
 /* shmWaitLock(int32Array, index, value, timeout, pokes, ticket[, reader])
  * -> OK, NOT_EQUAL, TIMED_OUT, INTERRUPTED, POKED or ACCEPTED: a blocking
  * lock waiter (shm_wait.c) of the request with that ticket (shmTicket);
- * `reader`: an RWLock's reader, never handed the word. */
+ * `reader`: an RWLock's reader, which takes a hand-off up as a read lock
+ * (shm_rw.c, R5). */
 static napi_value
 tl_napi_shm_wait_lock(napi_env env, napi_callback_info info)
 {
@@ -1338,6 +1339,7 @@ tl__shm_exports(napi_env env, napi_value exports)
     { "SEM_MASK", (int32_t)TL_SHM_SEM_MASK },
     { "STARVING_US", TL_SHM_STARVING_US },
     { "KIND_PRESENT", TL_SHM_KIND_PRESENT },
+    { "KIND_READER", TL_SHM_KIND_READER },
     { "ACCEPTED", TL_SHM_ACCEPTED },
     { "LOCK_ID", (int32_t)TL_SHM_LOCK_ID },
     { "LOCK_WAITERS", (int32_t)TL_SHM_LOCK_WAITERS },
@@ -1370,6 +1372,9 @@ tl__shm_exports(napi_env env, napi_value exports)
   TL_NAPI_CALL(env, napi_object_freeze(env, table));
   TL_NAPI_CALL(env,
                napi_set_named_property(env, exports, "shmConstants", table));
+  /* The RWLock reader's take-up of a hand-off (shm_rw.c, above the waiter
+   * list that calls it). */
+  tl_shm_set_reader_take_up(tl_shm_read_take_up);
   TL_NAPI_CALL(env, napi_get_boolean(env, tl__shm_supported(), &v));
   TL_NAPI_CALL(env, napi_set_named_property(env, exports, "shmSupported", v));
   return exports;

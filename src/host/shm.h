@@ -105,15 +105,23 @@ tl_shm_join_t *tl_shm_find_map(const void *addr, char **base);
 
 /* The kinds of a waiter node (bits). */
 enum {
-  TL_SHM_KIND_ASYNC = 1,   /* a promise waiter: its process's doorbell rings */
-  TL_SHM_KIND_LOCK = 2,    /* a lock's waiter: poked when an owner dies */
-  TL_SHM_KIND_HANDOFF = 4, /* an AsyncLock's waiter, which a release may
-                              hand the word to (tl_shm_lock_release) */
-  TL_SHM_KIND_PRESENT = 8, /* a promise one that came to try and sleeps
-                              again: its loop ran just now */
-  TL_SHM_KIND_RESERVE = 16 /* a Semaphore's request that holds the word's
+  TL_SHM_KIND_ASYNC = 1,    /* a promise waiter: its process's doorbell rings */
+  TL_SHM_KIND_LOCK = 2,     /* a lock's waiter: poked when an owner dies */
+  TL_SHM_KIND_HANDOFF = 4,  /* an AsyncLock's waiter, which a release may
+                               hand the word to (tl_shm_lock_release) */
+  TL_SHM_KIND_PRESENT = 8,  /* a promise one that came to try and sleeps
+                               again: its loop ran just now */
+  TL_SHM_KIND_RESERVE = 16, /* a Semaphore's request that holds the word's
                               RESERVED bit (tl_shm_wait_reserve) */
+  TL_SHM_KIND_READER = 32   /* with HANDOFF: an RWLock's reader, which takes
+                              a hand-off up as a read lock (shm_rw.c, R5) */
 };
+/* How a waiter of kind READER takes a hand-off of the word at `word` up
+ * (L8 of lib/ShmLock.js): 1 when it did, 0 when the word was not handed to
+ * `owner` (or could not be taken up: see tl_shm_read_take_up). Given by
+ * the binding (shm_rw.c lies above shm_wait.c). */
+typedef int (*tl_shm_take_up_fn)(const void *word, uint32_t owner);
+void tl_shm_set_reader_take_up(tl_shm_take_up_fn fn);
 /* Results besides the core's TL_RESULT_OK, _NOT_EQUAL, _TIMED_OUT,
  * _INTERRUPTED. */
 enum {
@@ -143,11 +151,9 @@ int tl_shm_wait(tl_shm_join_t *j, char *base, const void *word, int width,
  * owner died: tl_shm_poke) frees the node and the wait returns
  * TL_SHM_POKED, so that the caller looks at the lock word again. With a
  * `ticket` (tl_shm_ticket; 0: none) it is a waiter that a release may
- * hand the word (kind HANDOFF too: an AsyncLock's, or an RWLock's writer),
- * which it takes up before its node is freed, and the wait returns
- * TL_SHM_ACCEPTED; unless `reader` (an RWLock's reader, whose ticket only
- * tells its age: tl_shm_lock_release lets in readers older than the
- * writer it would hand the word to). */
+ * hand the word (kind HANDOFF too: an AsyncLock's, or an RWLock's writer,
+ * or with `reader` an RWLock's reader, kind READER too), which it takes
+ * up before its node is freed, and the wait returns TL_SHM_ACCEPTED. */
 int tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
                      int64_t expected, double timeout_ms, uint32_t owner,
                      uint32_t pokes, uint64_t ticket, int reader,
@@ -274,9 +280,9 @@ uint64_t tl_shm_ticket(tl_shm_join_t *j);
 int tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
                         uint32_t held, int mode);
 /* tl_shm_lock_release's modes: an AsyncLock's default policy, its FIFO
- * mode (every waiter is handed the lock), an RWLock's write lock (writers
- * that have waited TL_SHM_STARVING_US are handed it, unless readers
- * waited longer; otherwise every sleeper is woken). */
+ * mode (every waiter is handed the lock), an RWLock's write lock (the
+ * oldest writer or reader that has waited TL_SHM_STARVING_US and can take
+ * the word up at once is handed it; otherwise every sleeper is woken). */
 enum {
   TL_SHM_RELEASE_LOCK = 0,
   TL_SHM_RELEASE_FIFO = 1,
@@ -339,6 +345,15 @@ enum {
 int tl_shm_read_enter(tl_shm_join_t *j, char *base, void *word, uint32_t owner);
 /* One read hold fewer: 0, TL_SHM_RW_NOTOWNER, TL_HOST_ECORRUPT. */
 int tl_shm_read_leave(tl_shm_join_t *j, char *base, void *word, uint32_t owner);
+/* A reader that a writer's release handed the word (tl_shm_lock_release's
+ * RWLock mode: HANDED | WAITERS | its id), whose node was notified, takes
+ * it up (the take-up of its kind, READER: tl_shm_set_reader_take_up):
+ * counts its read hold, then frees the word and wakes every sleeper (the
+ * other readers go in with it; writers compete, and wait for its hold).
+ * 1 when it did; 0 when the word was not handed to it, or no read-hold
+ * record is free (then the word goes on as from a release, and the reader
+ * tries again, as any woken one: ENODES from there). */
+int tl_shm_read_take_up(const void *word, uint32_t owner);
 /* The live read holds of the word (`*mine`: the caller's), after freeing
  * those of dead owners (setting DIED on the word when there were any);
  * with `watch`, this process watches the live holders' processes. Returns

@@ -63,6 +63,21 @@
  * that read reads the word later still and sees the writer (R1's pair,
  * with the count in the place of the records).
  *
+ * R5 (a reader handed the word). A writer's release may hand the word to a
+ * sleeping reader that has waited 1 ms (tl_shm_lock_release's RWLock
+ * mode: HANDED | WAITERS | its id), which takes it up in the native call
+ * that finds its node notified (L8 of lib/ShmLock.js; kind READER, so
+ * tl_shm_read_take_up): it counts its hold as any reader does (the count
+ * of records in use first: R4) while the word still holds the handed
+ * value, and only then frees the word (to 0, by a compare-exchange from
+ * that value) and wakes every sleeper, so that the other readers go in
+ * with it. While the word names it no writer is inside (the one that
+ * released has left) and none can get in; a writer that gets in after the
+ * free reads the count after its own id went in, and sees the reader (R4).
+ * A reader killed between its count and the free leaves the handed value:
+ * its id is cleared as a dead grantee's (no DIED), and its record is
+ * emptied as a dead reader's (DIED, as for any reader killed holding).
+ *
  * A thread that holds read locks asks again while a writer's id is in the
  * word: TL_SHM_RW_DEADLK (the writer waits for this thread's holds), as
  * src/rwlock.c refuses a read that would queue behind a waiting writer.
@@ -265,6 +280,51 @@ tl_shm_read_enter(tl_shm_join_t *j, char *base, void *word, uint32_t owner)
     if (atomic_compare_exchange_strong(w, &v, cleared | tell) && tell != 0)
       died = 1;
   }
+}
+
+int
+tl_shm_read_take_up(const void *word, uint32_t owner)
+{
+  _Atomic uint32_t *w = (_Atomic uint32_t *)word;
+  uint32_t id = owner & TL_SHM_RW_ID;
+  uint32_t handed = TL_SHM_RW_HANDED | TL_SHM_LOCK_WAITERS | id;
+  char *base;
+  tl_shm_join_t *j = tl_shm_find_map(word, &base);
+
+  if (j == NULL || tl_shm_header_ok(j) != 0 || atomic_load(w) != handed)
+    return 0;
+  uint64_t offset = tl__offset(base, word);
+  /* R5: counted while the word names this thread (the count of records
+   * first: R4), so no writer is inside or gets in without seeing it; only
+   * then is the word freed. */
+  tl_shm_hold_t *h = tl__mine(base, offset, owner);
+  if (h != NULL) {
+    atomic_store(&h->count, atomic_load(&h->count) + 1);
+  } else {
+    h = tl__claim(j, base, owner);
+    if (h == NULL) {
+      /* No record free: the word goes on, as from a release (its HANDED
+       * cleared first: the release takes the holder's value). */
+      uint32_t v = handed;
+      if (atomic_compare_exchange_strong(w, &v, TL_SHM_LOCK_WAITERS | id))
+        while (tl_shm_lock_release(j, base, word, atomic_load(w),
+                                   TL_SHM_RELEASE_RW) == 2)
+          ;
+      return 0;
+    }
+    atomic_store(&h->offset, offset);
+    atomic_store(&h->count, 1);
+  }
+  /* Only this thread takes the handed value away while its node is
+   * NOTIFIED (L7 needs it gone; a dead grantee's is cleared only once it is
+   * dead), and others only add WAITERS, which it has. */
+  uint32_t v = handed;
+  if (!atomic_compare_exchange_strong(w, &v, 0)) {
+    tl__drop(j, base, w, h);
+    return 0;
+  }
+  (void)tl_shm_notify(j, base, word, -1);
+  return 1;
 }
 
 int

@@ -260,15 +260,30 @@ tl__publish(tl_shm_join_t *j, char *base, const void *word, int width,
   return TL_SHM_PENDING;
 }
 
+/* An RWLock reader's take-up (shm_rw.c, tl_shm_read_take_up, which lies
+ * above this file: given by the binding). */
+static _Atomic(tl_shm_take_up_fn) tl__reader_take_up;
+
+void
+tl_shm_set_reader_take_up(tl_shm_take_up_fn fn)
+{
+  atomic_store(&tl__reader_take_up, fn);
+}
+
 /* L8: a hand-off waiter whose node was notified takes the lock word up if
  * it was handed it (HANDED | WAITERS | its id, from the release: H1),
  * before its node is freed, so that nobody takes the hand-off from it on
- * its way (L7 lets anyone take a hand-off whose grantee has no node). */
+ * its way (L7 lets anyone take a hand-off whose grantee has no node). A
+ * reader (kind READER) takes it up as a read lock, and frees the word. */
 static int
-tl__take_up(const void *word, uint32_t owner)
+tl__take_up(const void *word, uint32_t owner, uint32_t kind)
 {
   uint32_t id = owner & TL_SHM_LOCK_ID;
   uint32_t v = TL_SHM_LOCK_HANDED | TL_SHM_LOCK_WAITERS | id;
+  tl_shm_take_up_fn reader = atomic_load(&tl__reader_take_up);
+
+  if ((kind & TL_SHM_KIND_READER) && reader != NULL)
+    return reader(word, owner);
   return atomic_compare_exchange_strong((_Atomic uint32_t *)word, &v,
                                         TL_SHM_LOCK_WAITERS | id);
 }
@@ -290,7 +305,7 @@ tl__left(tl_shm_node_t *n, uint32_t waiting, int withdrawn_as, const void *word)
    * so until its waiter frees it (its owner is alive: nobody reclaims
    * it). */
   if (word != NULL && atomic_load(&n->state) == notified &&
-      tl__take_up(word, atomic_load(&n->owner))) {
+      tl__take_up(word, atomic_load(&n->owner), atomic_load(&n->kind))) {
     tl__free(n, notified);
     return TL_SHM_ACCEPTED;
   }
@@ -454,8 +469,8 @@ tl_shm_wait_lock(tl_shm_join_t *j, char *base, const void *word,
 {
   uint32_t kind = TL_SHM_KIND_LOCK;
 
-  if (ticket != 0 && !reader)
-    kind |= TL_SHM_KIND_HANDOFF;
+  if (ticket != 0)
+    kind |= TL_SHM_KIND_HANDOFF | (reader ? TL_SHM_KIND_READER : 0);
   return tl__wait(j, base, word, 4, expected, timeout_ms, owner, stop, kind,
                   pokes, ticket, 0);
 }
@@ -836,9 +851,9 @@ tl_shm_ticket(tl_shm_join_t *j)
 /* The release of a lock word across processes (lib/ShmLock.js, which
  * holds the word's protocol and its invariants L1-L6; the steps here are
  * H1-H3 there), and of an RWLock's write lock (`mode` TL_SHM_RELEASE_RW,
- * lib/ShmRWLock.js: H1 and H2 for its writers, which are HANDOFF nodes;
- * a reader asleep before the first writer that may be handed it stops the
- * hand-off; H3 frees the word and wakes every sleeper):
+ * lib/ShmRWLock.js: H1 and H2 for its writers and readers, which are all
+ * HANDOFF nodes there; a reader handed the word lets the others in, see
+ * tl_shm_read_take_up; H3 frees the word and wakes every sleeper):
  *   H1. the oldest waiter that may take the lock up is handed it: the
  *       word goes from `held` to HANDED | WAITERS | its id (so nobody
  *       barges: the word has an owner), and only then its node from
@@ -885,15 +900,8 @@ tl_shm_lock_release(tl_shm_join_t *j, char *base, const void *word,
   const tl_cand_t *call = NULL;
   for (size_t k = 0; k < found; k++) {
     const tl_cand_t *c = &cand[k];
-    /* An RWLock's readers sleep on the word too (without HANDOFF): readers
-     * older than the oldest writer that may be handed it go in first (H3
-     * wakes them all), as the in-process RWLock lets in the readers queued
-     * before the next writer. */
-    if (!(c->kind & TL_SHM_KIND_HANDOFF)) {
-      if (rw)
-        break;
+    if (!(c->kind & TL_SHM_KIND_HANDOFF))
       continue;
-    }
     if (!fifo) {
       /* Outside the FIFO mode a waiter is handed it once its request has
        * waited TL_SHM_STARVING_US (the candidates are oldest first), and

@@ -208,8 +208,9 @@ check_injected shm_poke "$poke_injections" test/c/shm_poke.c
 #   3  the writer looks at the count only before its claim    (R4)
 #   4  readers wait for a dead grantee's id to go       (a stall)
 #   5  a dead grantee's id cleared with DIED           (it never held)
+#   6  a reader handed the word frees it before it counts   (R5)
 rw_injections="1:rw-basic 2:rw-basic 3:rw-basic 4:rw-handoff-death"
-rw_injections="$rw_injections 5:rw-handoff-death"
+rw_injections="$rw_injections 5:rw-handoff-death 6:rw-handoff-reader"
 check_injected shm_rw "$rw_injections" test/c/shm_rw.c
 
 echo "total $(($(date +%s) - start_all))s"

@@ -32,6 +32,13 @@
  *           RWLock mode), if W2 is alive and asleep. W takes a dead
  *           grantee's id over as a dead writer's (lib/ShmRWLock.js
  *           #claim), without DIED when it was only handed the word.
+ *   (A1)    in the rw-handoff-reader scenarios W's first release hands
+ *           the word to A1 instead, if A1 is alive and waits (shm_rw.c,
+ *           R5): A1 counts its hold (the count of records, a record, its
+ *           count) while the word holds the handed value, then frees the
+ *           word and holds; it may die at any step (-death: W writes once,
+ *           so that only A0 can clear a dead grantee's id; -death-2: A0 may
+ *           die too).
  *   W2      a writer asleep whose request has waited 1 ms: handed the word,
  *           it takes it up (HANDED cleared by compare-exchange, L8 of
  *           lib/ShmLock.js), then counts the readers as W does (R4), holds
@@ -63,6 +70,8 @@
  *      nothing (nobody else would: a stall)
  *   5  a reader that clears a dead grantee's handed id sets DIED (the
  *      grantee never held: nobody died holding)
+ *   6  a reader handed the word frees it before it counts its read hold
+ *      (a writer gets in past it: R5)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -94,6 +103,10 @@ enum {
   A_HOLD,  /* holds; leaving: count 0 */
   A_L2,    /* owner 0 */
   A_L3,    /* the count of records down by one */
+  A_TU1,   /* handed the word (A1): the count of records up by one */
+  A_TU2,   /* a free record's owner */
+  A_TU3,   /* its count to 1 */
+  A_TU4, /* compare-exchange: the handed word to 0, then every sleeper woken */
   /* the writer */
   W_LOOK,   /* (bug 3) the count of records, before its claim */
   W_CAS,    /* compare-exchange: its id into the free word */
@@ -126,8 +139,16 @@ typedef struct {
 
 static const char *const actor_names[] = { "A0", "A1", "W", "W2" };
 
-/* The scenario's: whether W's first release hands the word to W2. */
+/* The scenario's: to whom W's first release hands the word (0: nobody, W2
+ * or A1), if it is alive and asleep. */
 static int handoff;
+
+/* Whether the word names a dead writer or a dead grantee (W never dies). */
+static int
+dead_id(const st_t *s)
+{
+  return (s->word == 2 && !s->w2_alive) || (s->word == 3 && !s->alive[A1]);
+}
 
 static void
 fail(const st_t *s, const char *what)
@@ -196,7 +217,13 @@ step(st_t *s, int a)
     s->pc[a] = A_WAIT;
     return 1;
   case A_WAIT:
-    if (s->word == 2 && !s->w2_alive && TL_INJECT_BUG != 4) {
+    if (a == A1 && s->word == 3 && s->handed) {
+      /* Handed the word (R5): its read hold counted before the free (bug 6:
+       * after it). */
+      s->pc[a] = TL_INJECT_BUG == 6 ? A_TU4 : A_TU1;
+      return 1;
+    }
+    if (dead_id(s) && TL_INJECT_BUG != 4) {
       /* A dead writer's id is cleared; one that was handed the word
        * never held, and nobody is told. */
       if (!s->handed || TL_INJECT_BUG == 5)
@@ -246,8 +273,41 @@ step(st_t *s, int a)
     s->wlook = s->readers;
     s->pc[a] = W_CAS;
     return 1;
+  case A_TU1:
+    s->readers++;
+    s->pc[a] = A_TU2;
+    return 1;
+  case A_TU2:
+    for (r = 0; r < NR && s->owner[r] != 0; r++)
+      ;
+    if (r == NR) {
+      /* No record: the word goes on as from a release (freed, every
+       * sleeper woken), and the reader tries again. */
+      s->readers--;
+      if (s->word == 3 && s->handed) {
+        s->word = 0;
+        s->handed = 0;
+      }
+      s->pc[a] = A_WAIT;
+      return 1;
+    }
+    s->owner[r] = (uint8_t)(a + 1);
+    s->rec[a] = (uint8_t)r;
+    s->pc[a] = A_TU3;
+    return 1;
+  case A_TU3:
+    s->count[s->rec[a]] = 1;
+    s->pc[a] = TL_INJECT_BUG == 6 ? A_HOLD : A_TU4;
+    return 1;
+  case A_TU4:
+    if (s->word == 3 && s->handed) {
+      s->word = 0;
+      s->handed = 0;
+    }
+    s->pc[a] = TL_INJECT_BUG == 6 ? A_TU1 : A_HOLD;
+    return 1;
   case W_CAS:
-    if (s->word == 2 && !s->w2_alive) {
+    if (dead_id(s)) {
       /* A dead writer's id taken over (DIED), a dead grantee's without. */
       if (!s->handed)
         s->died = 1;
@@ -334,9 +394,16 @@ step(st_t *s, int a)
       s->pc[a] = P_DONE;
       return 1;
     }
-    if (handoff && !s->handed_once && s->w2_alive && s->pc[W2] == W2_SLEEP) {
+    if (handoff == W2 && !s->handed_once && s->w2_alive &&
+        s->pc[W2] == W2_SLEEP) {
       /* H1: handed to the writer that has waited 1 ms. */
       s->word = 2;
+      s->handed = 1;
+      s->handed_once = 1;
+    } else if (handoff == A1 && !s->handed_once && s->alive[A1] &&
+               s->pc[A1] == A_WAIT) {
+      /* H1: handed to the reader that has waited 1 ms (R5). */
+      s->word = 3;
       s->handed = 1;
       s->handed_once = 1;
     } else {
@@ -428,8 +495,18 @@ explore(const st_t *s, int depth)
     moved = 1;
     go(&n, depth, 200 + A0, s->pc[A0]);
   }
+  /* A1, the grantee of the rw-handoff-reader scenarios, dies at any step. */
+  if (failures == 0 && handoff == A1 && s->alive[A1] && s->w2_deaths > 0 &&
+      s->pc[A1] != P_DONE) {
+    st_t n = *s;
+    n.w2_deaths--;
+    n.alive[A1] = 0;
+    n.pc[A1] = P_DEAD;
+    moved = 1;
+    go(&n, depth, 200 + A1, s->pc[A1]);
+  }
   /* W2 dies before it took the word up (asleep, or handed it). */
-  if (failures == 0 && s->w2_alive && s->w2_deaths > 0 &&
+  if (failures == 0 && handoff == W2 && s->w2_alive && s->w2_deaths > 0 &&
       s->pc[W2] == W2_SLEEP) {
     st_t n = *s;
     n.w2_deaths--;
@@ -451,7 +528,7 @@ run(const char *name, int deaths, int hands, int w2_deaths, int w_rounds)
   handoff = hands;
   s.w2_alive = 1;
   s.w2_deaths = (uint8_t)w2_deaths;
-  s.pc[W2] = hands ? W2_SLEEP : P_DONE;
+  s.pc[W2] = hands == W2 ? W2_SLEEP : P_DONE;
   for (int a = A0; a <= A1; a++) {
     s.alive[a] = 1;
     s.rec[a] = NONE;
@@ -476,11 +553,14 @@ main(void)
   } scenarios[] = {
     { "rw-basic", 0, 0, 0, 1 },
     { "rw-death", 1, 0, 0, 1 },
-    { "rw-handoff", 0, 1, 0, 1 },
+    { "rw-handoff", 0, W2, 0, 1 },
     /* W writes once: nobody but the readers is left to clear the id of a
      * grantee that died. */
-    { "rw-handoff-death", 1, 1, 1, 0 },
-    { "rw-handoff-death-2", 0, 1, 1, 1 },
+    { "rw-handoff-death", 1, W2, 1, 0 },
+    { "rw-handoff-death-2", 0, W2, 1, 1 },
+    { "rw-handoff-reader", 0, A1, 0, 1 },
+    { "rw-handoff-reader-death", 0, A1, 1, 0 },
+    { "rw-handoff-reader-death-2", 1, A1, 1, 1 },
   };
   int failed = 0, ran = 0;
 
