@@ -619,11 +619,8 @@ explore(const st_t *s, int depth)
 {
   if (failures > 0)
     return;
-  if (model_seen(s, sizeof(*s))) {
-    pruned++;
+  if (!model_visit(s, sizeof(*s)))
     return;
-  }
-  explored++;
   check(s);
   if (depth > 200) {
     fail(s, "an execution longer than 200 steps (a livelock)");

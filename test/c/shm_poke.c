@@ -404,11 +404,8 @@ died(st_t *s)
 static void
 explore(const st_t *s, int depth)
 {
-  if (model_seen(s, sizeof(*s))) {
-    pruned++;
+  if (!model_visit(s, sizeof(*s)))
     return;
-  }
-  explored++;
   int moved = 0;
   st_t n;
 

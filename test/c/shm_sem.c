@@ -497,11 +497,8 @@ go(const st_t *s, int depth, int who, int pc)
 static void
 explore(const st_t *s, int depth)
 {
-  if (model_seen(s, sizeof(*s))) {
-    pruned++;
+  if (!model_visit(s, sizeof(*s)))
     return;
-  }
-  explored++;
   int moved = 0;
   for (int a = 0; a < NA && failures == 0; a++) {
     if (a == R && !s->alive_r)
