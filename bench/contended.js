@@ -273,10 +273,20 @@ function workerMain () {
     const gate = gates[impl]
     Atomics.add(i32, READY, 1)
     while (Atomics.load(i32, GO) === 0) Atomics.wait(i32, GO, 0)
+    const cpu0 = threadCpuUs()
     if (config.workers === 'sync') loopSync(i32, gate, f)
     else await loopAsync(i32, gate, f)
-    return {}
+    return { cpuUs: cpu0 === null ? null : threadCpuUs() - cpu0 }
   })
+}
+
+// This thread's CPU time in µs (process.threadCpuUsage, Node.js 23.9 and
+// later), or null: with it, a sample tells how the CPU was shared among
+// the threads, which a share of grants can then be read against.
+function threadCpuUs () {
+  if (typeof process.threadCpuUsage !== 'function') return null
+  const u = process.threadCpuUsage()
+  return u.user + u.system
 }
 
 // Opens a session: the buffer, the gates and the workers, kept for every
@@ -315,6 +325,7 @@ async function open ({
     if (gate === undefined) throw new Error(`contended: no implementation ${impl} for ${kind}`)
     i32.fill(0, DATA)
     const done = Promise.all(workers.map((w) => w.request({ impl })))
+    let cpu0 = null
     while (Atomics.load(i32, READY) < workers.length) await sleep(1)
 
     let t1 = 0
@@ -330,6 +341,7 @@ async function open ({
     // check in the loop stops it while this thread keeps the gate to itself
     // through promise jobs alone and never returns to the event loop.
     const timer = setTimeout(stop, durationMs)
+    cpu0 = threadCpuUs()
     Atomics.store(i32, GO, 1)
     Atomics.notify(i32, GO)
     let k = 0
@@ -339,7 +351,8 @@ async function open ({
       if ((++k & 15) === 0 && nowNs() >= end) stop()
     }
     clearTimeout(timer)
-    await done
+    const mainCpuUs = cpu0 === null ? null : threadCpuUs() - cpu0
+    const replies = await done
 
     let sum = 0
     let totals = 0
@@ -382,7 +395,9 @@ async function open ({
       share: min === 0 ? Infinity : max / min,
       longestMs,
       p99Us,
-      perThread // operations by thread, the main thread first
+      perThread, // operations by thread, the main thread first
+      // CPU ms by thread, in the same order (null before Node.js 23.9)
+      perThreadCpuMs: mainCpuUs === null ? null : [mainCpuUs, ...replies.map((r) => r.cpuUs)].map((us) => Math.round(us / 100) / 10)
     }
   }
 

@@ -9,9 +9,10 @@
 // (src/host/shm_owners.c) and its read-hold records (src/host/shm_rw.c).
 //
 // The word: bits 0..27 the writer's owner id (a writer that holds the lock,
-// or one that waits for the readers to leave, or one that a release handed
-// it to; 0: none), bit 28 HANDED (the id is a writer's that a release
-// handed the lock to and that has not taken it up yet), bit 29 WAITERS
+// or one that waits for the readers to leave; or the id of a request,
+// writer or reader, that a release handed the lock to; 0: none), bit 28
+// HANDED (the id is such a grantee's, which has not taken it up yet), bit
+// 29 WAITERS
 // (somebody may sleep on the word), bit 30 DIED (a holder died since a
 // writer last released), bit 31 DRAINING (set by a writer that waits for
 // the readers to leave, before each look at them; cleared by a reader that
@@ -45,9 +46,9 @@
 // word up at once (a blocking one, or a promise one that is present) is
 // handed it (HANDED | WAITERS | its id; every sleeper's node carries its
 // request's ticket); otherwise the word goes to 0 and every sleeper is
-// woken: readers all go in, writers compete. A writer that gives up while it waits for readers
-// (timeout, abort, a worker's end) takes its id out and wakes every
-// sleeper.
+// woken: readers all go in, writers compete. A writer that gives up while
+// it waits for readers (timeout, abort, a worker's end) takes its id out
+// and wakes every sleeper.
 //
 // The hand-off (as lib/ShmLock.js, L7 and L8): the grantee takes the word
 // up in the native wait that finds its node notified. A writer clears
@@ -414,9 +415,7 @@ class ShmRWLock extends SharedSlot {
       const ticket = req.ticket || (req.ticket = native.shmTicket(this.#i32))
       const r = native.shmWaitLock(this.#i32, 0, w, left, pokes, ticket, !req.writer)
       req.slept = true
-      if (r === ACCEPTED) {
-        return this.#tookUp(req)
-      }
+      if (r === ACCEPTED) return this.#tookUp(req)
       if (r === RESULT_INTERRUPTED) {
         this.#passOn()
         stopTerminated(where)
