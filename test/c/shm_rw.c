@@ -164,6 +164,30 @@ reader_begin(st_t *s, int a)
   s->pc[a] = TL_INJECT_BUG == 1 ? A_CLAIM : A_INC;
 }
 
+/* Reader `a` claims a free record (its owner set): 0 when none is free. */
+static int
+claim_record(st_t *s, int a)
+{
+  for (int r = 0; r < NR; r++) {
+    if (s->owner[r] == 0) {
+      s->owner[r] = (uint8_t)(a + 1);
+      s->rec[a] = (uint8_t)r;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A1's handed word, if it still is, goes to 0 (R5's free). */
+static void
+free_handed(st_t *s)
+{
+  if (s->word == 3 && s->handed) {
+    s->word = 0;
+    s->handed = 0;
+  }
+}
+
 /* One step of actor `a`; 0 when it cannot move now. */
 static int
 step(st_t *s, int a)
@@ -176,9 +200,7 @@ step(st_t *s, int a)
     s->pc[a] = A_CLAIM;
     return 1;
   case A_CLAIM:
-    for (r = 0; r < NR && s->owner[r] != 0; r++)
-      ;
-    if (r == NR) {
+    if (!claim_record(s, a)) {
       /* Every record taken (by dead readers not yet emptied): a real
        * reader gets ENODES; here it gives up. */
       if (TL_INJECT_BUG != 1)
@@ -186,8 +208,6 @@ step(st_t *s, int a)
       s->pc[a] = P_DONE;
       return 1;
     }
-    s->owner[r] = (uint8_t)(a + 1);
-    s->rec[a] = (uint8_t)r;
     s->pc[a] = A_COUNT;
     return 1;
   case A_COUNT:
@@ -278,21 +298,14 @@ step(st_t *s, int a)
     s->pc[a] = A_TU2;
     return 1;
   case A_TU2:
-    for (r = 0; r < NR && s->owner[r] != 0; r++)
-      ;
-    if (r == NR) {
+    if (!claim_record(s, a)) {
       /* No record: the word goes on as from a release (freed, every
        * sleeper woken), and the reader tries again. */
       s->readers--;
-      if (s->word == 3 && s->handed) {
-        s->word = 0;
-        s->handed = 0;
-      }
+      free_handed(s);
       s->pc[a] = A_WAIT;
       return 1;
     }
-    s->owner[r] = (uint8_t)(a + 1);
-    s->rec[a] = (uint8_t)r;
     s->pc[a] = A_TU3;
     return 1;
   case A_TU3:
@@ -300,10 +313,7 @@ step(st_t *s, int a)
     s->pc[a] = TL_INJECT_BUG == 6 ? A_HOLD : A_TU4;
     return 1;
   case A_TU4:
-    if (s->word == 3 && s->handed) {
-      s->word = 0;
-      s->handed = 0;
-    }
+    free_handed(s);
     s->pc[a] = TL_INJECT_BUG == 6 ? A_TU1 : A_HOLD;
     return 1;
   case W_CAS:
